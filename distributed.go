@@ -1,0 +1,50 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// store books slots in buckets. It is the one seam between the Transport and
+// where buckets live: in this process (localStore) or in Redis, shared by a
+// fleet (redisStore). Both keep the same semantics, given here.
+//
+// Implementations must be safe for concurrent use.
+type store interface {
+	// reserve books one slot in every bucket of bs, all or nothing, if the
+	// request can depart within maxWait, and returns the wait until it may
+	// depart. When the wait would exceed maxWait nothing is booked and the
+	// reservation has ok false and the wait that would have been needed.
+	// An error means the store could not decide; nothing was booked.
+	reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error)
+
+	// refund gives back the slots of r in every bucket where they are still
+	// the last ones booked. A slot with later bookings behind it is not
+	// refunded: the requests behind keep their place in the queue.
+	refund(ctx context.Context, r *reservation) error
+
+	// pause holds every bucket of bs shut for d from the store's now: the
+	// next request departs no earlier, and the bucket refills from empty.
+	pause(ctx context.Context, bs []bucket, d time.Duration) error
+}
+
+// bucket is one bucket a request needs, with the parameters of its rule.
+type bucket struct {
+	key      string        // unique within a Transport: the rule name, then the hashed partition key
+	rule     string        // the rule's name, for errors
+	interval time.Duration // emission interval per unit of cost
+	burst    int64         // capacity, in units of cost
+	cost     int64         // this request's weight, 1 ≤ cost ≤ burst
+}
+
+// reservation is a store's answer to reserve.
+type reservation struct {
+	ok      bool
+	wait    time.Duration // until departure when ok; the wait needed when not
+	limiter int           // index in buckets of the bucket that set the wait
+	buckets []bucket
+	// prev and booked are each bucket's TAT before and after the booking,
+	// in the store's own units, so that refund can tell whether its slot is
+	// still the last one.
+	prev, booked []int64
+}

@@ -1,0 +1,117 @@
+package throttle
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// This file holds the generic cell rate algorithm (GCRA), the leaky bucket
+// run as a queue that every store shares. A bucket is one number, its
+// theoretical arrival time (TAT): the time at which it would be empty if no
+// more requests came. A request of cost c at time now conforms from
+//
+//	allowAt = max(TAT, now) + c·interval - burst·interval
+//
+// on, and booking it at its departure time d moves TAT to max(TAT, d) +
+// c·interval. A bucket whose TAT has passed is indistinguishable from a new
+// one, which is what lets idle buckets be dropped (local store) or expire
+// (Redis). All arithmetic saturates, so huge periods or costs cannot wrap.
+//
+// reserve.lua runs the same steps in Redis, in microseconds.
+
+// satMul returns a·b for non-negative a and b, saturating at MaxInt64.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// satAdd returns a+b for b ≥ 0, saturating at MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// gcraAllowAt returns the earliest time a request of cost units conforms to
+// a bucket with the given TAT, never earlier than now.
+func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
+	at := satAdd(max(tat, now), satMul(interval, cost)) - satMul(interval, burst)
+	return max(at, now)
+}
+
+// gcraBook returns the TAT of a bucket after a request of cost units departs
+// at time at.
+func gcraBook(tat, at, interval, cost int64) int64 {
+	return satAdd(max(tat, at), satMul(interval, cost))
+}
+
+// gcraPause returns the TAT that holds a bucket shut until the time until:
+// the next request of cost 1 conforms at until, and the bucket refills from
+// empty afterwards, so a pause never ends in a burst.
+func gcraPause(tat, until, interval, burst int64) int64 {
+	return max(tat, satAdd(until, satMul(interval, burst-1)))
+}
+
+// LeakyBucket is a GCRA leaky bucket for use within one process: the
+// building block of the Transport's local store, usable on its own in the
+// manner of [golang.org/x/time/rate.Limiter].
+//
+// A request of cost n conforms when the bucket has room for n; otherwise
+// ReserveN books the next slot and says how long to wait for it. The zero
+// value is not usable; create one with [NewLeakyBucket]. A LeakyBucket is
+// safe for concurrent use.
+type LeakyBucket struct {
+	interval time.Duration
+	burst    int64
+
+	mu  sync.Mutex
+	tat int64 // Unix nanoseconds
+}
+
+// NewLeakyBucket returns a bucket enforcing l, full (a burst is available at
+// once). It reports an invalid l with a [*RuleError] naming the field.
+func NewLeakyBucket(l Limit) (*LeakyBucket, error) {
+	rules, err := compileRules([]Rule{{Name: "LeakyBucket", Limit: l}}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &LeakyBucket{interval: rules[0].interval, burst: rules[0].burst}, nil
+}
+
+// Allow reports whether one request may go now, and books it if so.
+func (b *LeakyBucket) Allow() bool { return b.AllowN(time.Now(), 1) }
+
+// AllowN reports whether a request of cost n may go at time now, and books
+// it if so. A cost above the burst is never allowed.
+func (b *LeakyBucket) AllowN(now time.Time, n int) bool {
+	_, ok := b.ReserveN(now, n, 0)
+	return ok
+}
+
+// ReserveN books a slot for a request of cost n at time now if the request
+// can depart within maxWait, and returns the wait until its slot. When the
+// wait exceeds maxWait, or n exceeds the burst, nothing is booked, ok is
+// false, and wait is the wait that would have been needed (math.MaxInt64
+// when n exceeds the burst).
+func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wait time.Duration, ok bool) {
+	cost := max(int64(n), 1)
+	if cost > b.burst {
+		return math.MaxInt64, false
+	}
+	t := now.UnixNano()
+	iv := int64(b.interval)
+	b.mu.Lock()
+	at := gcraAllowAt(b.tat, t, iv, b.burst, cost)
+	wait = time.Duration(at - t)
+	if wait > maxWait {
+		b.mu.Unlock()
+		return wait, false
+	}
+	b.tat = gcraBook(b.tat, at, iv, cost)
+	b.mu.Unlock()
+	return wait, true
+}

@@ -1,0 +1,104 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults for the Transport's options.
+const (
+	// DefaultMaxWait bounds how long a request waits for its slot when the
+	// request's context has no earlier deadline.
+	DefaultMaxWait = 30 * time.Second
+
+	// DefaultMaxQueue bounds the requests of this process waiting in one
+	// bucket. It keeps a stalled bucket from piling up goroutines.
+	DefaultMaxQueue = 10_000
+
+	// DefaultHeadroom is the fraction of each rule's rate kept in reserve.
+	// A rule equal to the provider's quota would otherwise meet 429s from
+	// latency jitter alone: a server counting a strict window sees the
+	// arrivals shifted by the network. Running at 98 % of the rate absorbs
+	// 2 % of the period in jitter (20 ms for a per-second quota, 1.2 s for a
+	// per-minute one) and costs 2 % of the quota.
+	DefaultHeadroom = 0.02
+)
+
+// Option configures a Transport.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is what the options set.
+type config struct {
+	rules    []Rule
+	maxWait  time.Duration
+	maxQueue int
+	headroom float64
+	clock    Clock
+	errs     []error // invalid option values, reported by New
+	// newStore, when set (WithRedis), makes the store shared by the fleet.
+	newStore func(*config) (store, error)
+}
+
+func defaultConfig() config {
+	return config{
+		maxWait:  DefaultMaxWait,
+		maxQueue: DefaultMaxQueue,
+		headroom: DefaultHeadroom,
+		clock:    systemClock{},
+	}
+}
+
+// WithRules adds rules to the Transport. Each request waits in the bucket of
+// every rule it matches. Rules are validated by [New] (and by
+// [NewTransport], whose RoundTrip then reports the error).
+func WithRules(rules ...Rule) Option {
+	return optionFunc(func(c *config) { c.rules = append(c.rules, rules...) })
+}
+
+// WithMaxWait bounds the wait for a slot. A request whose slot lies further
+// ahead fails at once with a [*WaitError] wrapping [ErrBeyondMaxWait], and
+// books nothing. The request's context deadline, when earlier, bounds the
+// wait too. If d ≤ 0, no request waits: a request either goes at once or
+// fails. The default is [DefaultMaxWait].
+func WithMaxWait(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.maxWait = max(d, 0) })
+}
+
+// WithMaxQueue bounds how many requests of this process may wait in one
+// bucket. A request needing a bucket that already has n waiters fails at
+// once with a [*QueueFullError] wrapping [ErrQueueFull]. If n ≤ 0, no
+// request may wait. The default is [DefaultMaxQueue].
+func WithMaxQueue(n int) Option {
+	return optionFunc(func(c *config) { c.maxQueue = max(n, 0) })
+}
+
+// WithHeadroom sets the fraction of every rule's rate kept in reserve
+// against jitter, in [0, 0.5]. The default is [DefaultHeadroom]; 0 runs
+// rules at exactly their rate.
+func WithHeadroom(fraction float64) Option {
+	return optionFunc(func(c *config) {
+		if !(fraction >= 0 && fraction <= 0.5) {
+			c.errs = append(c.errs, fmt.Errorf("throttle: WithHeadroom(%v): must be within [0, 0.5]", fraction))
+			return
+		}
+		c.headroom = fraction
+	})
+}
+
+// WithClock sets the clock used for waits and, in the local store, for
+// bucket arithmetic. The Redis store always uses Redis's clock for the
+// latter. A nil Clock means the system clock.
+func WithClock(c Clock) Option {
+	return optionFunc(func(cfg *config) {
+		if c == nil {
+			c = systemClock{}
+		}
+		cfg.clock = c
+	})
+}

@@ -1,0 +1,215 @@
+package throttle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// Limit is a rate: Rate requests (or units of cost) per Period, with bursts of
+// up to Burst at once. Limit{Rate: 100, Period: time.Second, Burst: 10} lets
+// ten requests go at once, then one every 10ms.
+//
+// The zero Limit is invalid: Rate and Period must be positive and Burst at
+// least 1.
+type Limit struct {
+	Rate   int
+	Period time.Duration
+	Burst  int
+}
+
+// interval returns the emission interval of l with the given headroom: the
+// time one unit of cost occupies in the bucket. It saturates instead of
+// overflowing for huge periods.
+func (l Limit) interval(headroom float64) time.Duration {
+	iv := float64(l.Period) / (float64(l.Rate) * (1 - headroom))
+	if iv >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(iv)
+}
+
+// Rule is one quota: a Limit applied to the requests it matches, in one
+// bucket per partition key.
+//
+// A Rule is a value; the Transport copies it at construction, so changing a
+// Rule afterwards has no effect.
+type Rule struct {
+	// Name identifies the rule in errors and, with WithRedis, in Redis keys.
+	// It must be unique within a Transport and non-empty.
+	Name string
+
+	// Limit is the quota.
+	Limit Limit
+
+	// Match selects the requests the rule applies to. The zero Match
+	// matches every request.
+	Match Match
+
+	// Key partitions the rule: requests with different keys use different
+	// buckets (per account, per API key, ...). Keys are hashed before they
+	// are stored anywhere, so a key may be a secret. A nil Key puts every
+	// matching request in one bucket.
+	Key KeyFunc
+
+	// Cost weighs a request in units of Limit.Rate. A nil Cost weighs every
+	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst can
+	// never be admitted and fails the request with a [*RuleError].
+	Cost CostFunc
+}
+
+// KeyFunc derives a partition key from a request. It must be safe for
+// concurrent use and must not modify the request.
+type KeyFunc func(*http.Request) string
+
+// CostFunc weighs a request. It must be safe for concurrent use and must not
+// modify the request.
+type CostFunc func(*http.Request) int
+
+// KeyHeader partitions by the value of a request header, such as an API key
+// or an account id. The value is hashed before use.
+func KeyHeader(name string) KeyFunc {
+	name = http.CanonicalHeaderKey(name)
+	return func(r *http.Request) string { return r.Header.Get(name) }
+}
+
+// KeyHost partitions by the request's host.
+func KeyHost() KeyFunc {
+	return func(r *http.Request) string { return strings.ToLower(r.URL.Host) }
+}
+
+// Match selects requests. All set fields must match; the zero Match matches
+// every request.
+type Match struct {
+	// Host is the request's host, compared without case and without port
+	// unless Host has one. A leading "*." matches any subdomain.
+	Host string
+	// Methods lists the methods matched; empty means any.
+	Methods []string
+	// PathPrefix matches paths that start with it.
+	PathPrefix string
+	// Path is a pattern for path.Match, such as "/v1/customers/*".
+	Path string
+	// Func, if set, must also return true. It must be safe for concurrent
+	// use and must not modify the request.
+	Func func(*http.Request) bool
+}
+
+func (m *Match) matches(r *http.Request) bool {
+	if m.Host != "" && !hostMatches(m.Host, r.URL.Host) {
+		return false
+	}
+	if len(m.Methods) > 0 {
+		method := r.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		found := false
+		for _, x := range m.Methods {
+			if strings.EqualFold(x, method) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if m.PathPrefix != "" && !strings.HasPrefix(r.URL.Path, m.PathPrefix) {
+		return false
+	}
+	if m.Path != "" {
+		if ok, _ := path.Match(m.Path, r.URL.Path); !ok {
+			return false
+		}
+	}
+	return m.Func == nil || m.Func(r)
+}
+
+func hostMatches(pattern, host string) bool {
+	if !strings.Contains(pattern, ":") {
+		if h, _, ok := strings.Cut(host, ":"); ok {
+			host = h
+		}
+	}
+	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
+		return len(host) > len(suffix) && strings.HasSuffix(strings.ToLower(host), "."+strings.ToLower(suffix))
+	}
+	return strings.EqualFold(pattern, host)
+}
+
+// compiledRule is a validated Rule with its bucket parameters worked out.
+type compiledRule struct {
+	Rule
+	interval time.Duration // emission interval per unit of cost, after headroom
+	burst    int64
+}
+
+// compileRules validates rules and works out their bucket parameters.
+func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
+	seen := make(map[string]bool, len(rules))
+	out := make([]*compiledRule, 0, len(rules))
+	for i, r := range rules {
+		name := r.Name
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		bad := func(field, reason string) error { return &RuleError{Rule: name, Field: field, Reason: reason} }
+		switch {
+		case r.Name == "":
+			return nil, bad("Name", "must not be empty")
+		case seen[r.Name]:
+			return nil, bad("Name", "is used by another rule")
+		case r.Limit.Rate <= 0:
+			return nil, bad("Limit.Rate", fmt.Sprintf("must be > 0, got %d", r.Limit.Rate))
+		case r.Limit.Period <= 0:
+			return nil, bad("Limit.Period", fmt.Sprintf("must be > 0, got %v", r.Limit.Period))
+		case r.Limit.Burst < 1:
+			return nil, bad("Limit.Burst", fmt.Sprintf("must be >= 1, got %d", r.Limit.Burst))
+		}
+		if r.Match.Path != "" {
+			if _, err := path.Match(r.Match.Path, ""); err != nil {
+				return nil, bad("Match.Path", fmt.Sprintf("bad pattern %q: %v", r.Match.Path, err))
+			}
+		}
+		seen[r.Name] = true
+		iv := r.Limit.interval(headroom)
+		if iv <= 0 {
+			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
+		}
+		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst)})
+	}
+	return out, nil
+}
+
+// bucketKey returns the bucket of request r under rule c: the rule's name and
+// a hash of the partition key, so that no secret is ever kept or stored raw.
+func (c *compiledRule) bucketKey(r *http.Request) string {
+	if c.Key == nil {
+		return c.Name
+	}
+	return c.Name + ":" + hashKey(c.Key(r))
+}
+
+// cost returns the weight of r under c, at least 1.
+func (c *compiledRule) cost(r *http.Request) int64 {
+	if c.Cost == nil {
+		return 1
+	}
+	if n := c.Cost(r); n > 1 {
+		return int64(n)
+	}
+	return 1
+}
+
+// hashKey returns a short, stable digest of a partition key: 128 bits of
+// SHA-256, hex encoded. It is what stands for the key in memory and in Redis.
+func hashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:16])
+}

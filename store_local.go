@@ -1,0 +1,112 @@
+package throttle
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Idle buckets are dropped by sweeps. A bucket whose TAT has passed equals a
+// new one, so dropping it never changes a decision. A sweep copies the live
+// buckets into a new map (Go maps do not shrink) and runs when the map has
+// doubled since the last sweep, or sweepEvery after it, whichever comes
+// first: its O(n) cost is spread over at least n/2 insertions or a minute.
+const (
+	sweepEvery   = time.Minute
+	sweepMinSize = 1024
+)
+
+// localStore keeps buckets in this process, guarded by one mutex.
+type localStore struct {
+	clock Clock
+
+	mu        sync.Mutex
+	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
+	sweepSize int              // sweep when the map reaches this size
+	sweptAt   int64            // time of the last sweep
+}
+
+func newLocalStore(c Clock) *localStore {
+	return &localStore{
+		clock:     c,
+		tats:      make(map[string]int64),
+		sweepSize: sweepMinSize,
+		sweptAt:   c.Now().UnixNano(),
+	}
+}
+
+func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	now := s.clock.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maybeSweep(now)
+
+	// The request departs when its slowest bucket lets it, and is booked in
+	// every bucket at that one time.
+	depart, limiter := now, 0
+	for i, b := range bs {
+		if at := gcraAllowAt(s.tats[b.key], now, int64(b.interval), b.burst, b.cost); at > depart {
+			depart, limiter = at, i
+		}
+	}
+	r := reservation{wait: time.Duration(depart - now), limiter: limiter, buckets: bs}
+	if r.wait > maxWait {
+		return r, nil
+	}
+	r.ok = true
+	r.prev = make([]int64, len(bs))
+	r.booked = make([]int64, len(bs))
+	for i, b := range bs {
+		prev := s.tats[b.key]
+		r.prev[i] = prev
+		r.booked[i] = gcraBook(prev, depart, int64(b.interval), b.cost)
+		s.tats[b.key] = r.booked[i]
+	}
+	return r, nil
+}
+
+func (s *localStore) refund(_ context.Context, r *reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, b := range r.buckets {
+		if tat, ok := s.tats[b.key]; ok && tat == r.booked[i] {
+			s.tats[b.key] = r.prev[i]
+		}
+	}
+	return nil
+}
+
+func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) error {
+	now := s.clock.Now().UnixNano()
+	until := satAdd(now, int64(max(d, 0)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range bs {
+		s.tats[b.key] = gcraPause(s.tats[b.key], until, int64(b.interval), b.burst)
+	}
+	return nil
+}
+
+// maybeSweep drops idle buckets when the map has doubled or a sweep is due.
+// s.mu must be held.
+func (s *localStore) maybeSweep(now int64) {
+	if len(s.tats) < s.sweepSize && (now-s.sweptAt < int64(sweepEvery) || len(s.tats) == 0) {
+		return
+	}
+	live := make(map[string]int64)
+	for k, tat := range s.tats {
+		if tat > now {
+			live[k] = tat
+		}
+	}
+	s.tats = live
+	s.sweepSize = max(2*len(live), sweepMinSize)
+	s.sweptAt = now
+}
+
+// len returns the number of buckets held, for tests.
+func (s *localStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tats)
+}

@@ -1,0 +1,179 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Transport is an [http.RoundTripper] that makes each request wait for its
+// slot in the buckets of the rules it matches before handing it to a base
+// RoundTripper.
+//
+// A Transport is safe for concurrent use by multiple goroutines, and should
+// be reused: its buckets live in it (or, with [WithRedis], in Redis).
+//
+// It keeps the RoundTripper contract: it never modifies the request it is
+// given, it closes the request's body on every path where the base
+// transport does not, and it returns the base transport's response and error
+// as they are. The caller closes the response body, as with any
+// RoundTripper.
+type Transport struct {
+	base  http.RoundTripper
+	rules []*compiledRule
+	store store
+	queue *waitQueue
+	clock Clock
+
+	maxWait time.Duration
+	err     error // a configuration error, returned by every RoundTrip
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// New returns a Transport sending requests through base once their slot has
+// come, or the first configuration error: an invalid rule is reported with
+// a [*RuleError] naming the rule and the field. A nil base means
+// [http.DefaultTransport].
+func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
+	t := NewTransport(base, opts...)
+	return t, t.err
+}
+
+// NewTransport is like [New] for use in an expression such as
+// &http.Client{Transport: throttle.NewTransport(nil, ...)}. It never panics:
+// if the configuration is invalid, every RoundTrip of the returned Transport
+// fails with the configuration error, which [Transport.Err] also returns.
+func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	t := &Transport{base: base, clock: cfg.clock, maxWait: cfg.maxWait, queue: newWaitQueue(cfg.maxQueue)}
+	if t.err = errors.Join(cfg.errs...); t.err != nil {
+		return t
+	}
+	if t.rules, t.err = compileRules(cfg.rules, cfg.headroom); t.err != nil {
+		return t
+	}
+	if cfg.newStore != nil {
+		t.store, t.err = cfg.newStore(&cfg)
+	} else {
+		t.store = newLocalStore(cfg.clock)
+	}
+	return t
+}
+
+// Err returns the Transport's configuration error, or nil.
+func (t *Transport) Err() error { return t.err }
+
+// RoundTrip waits for the request's slot in every bucket it needs, then
+// sends it through the base transport.
+//
+// It fails without sending when the slot lies beyond the context's deadline
+// or the maximum wait ([*WaitError]), when a bucket has too many waiters
+// ([*QueueFullError]), when a rule cannot admit the request's cost
+// ([*RuleError]), or when the context ends while waiting (the context's
+// error; the slot is given back). A request that fails this way books
+// nothing.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.err != nil {
+		closeBody(req)
+		return nil, t.err
+	}
+	bs, err := t.buckets(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if len(bs) > 0 {
+		if err := t.acquire(req.Context(), bs); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// buckets returns the buckets request r needs: one per matching rule.
+func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
+	var bs []bucket
+	for _, c := range t.rules {
+		if !c.Match.matches(r) {
+			continue
+		}
+		cost := c.cost(r)
+		if cost > c.burst {
+			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
+		}
+		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost})
+	}
+	return bs, nil
+}
+
+// acquire books the request's slot and waits for it.
+func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	budget, reason := t.maxWait, ErrBeyondMaxWait
+	if dl, ok := ctx.Deadline(); ok {
+		if left := dl.Sub(t.clock.Now()); left < budget {
+			budget, reason = max(left, 0), ErrBeyondDeadline
+		}
+	}
+	if err := t.queue.full(bs); err != nil {
+		return err
+	}
+	r, err := t.store.reserve(ctx, bs, budget)
+	if err != nil {
+		return err
+	}
+	if !r.ok {
+		return &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
+	}
+	if r.wait <= 0 {
+		return nil
+	}
+	if err := t.queue.enter(bs); err != nil {
+		t.giveBack(ctx, &r)
+		return err
+	}
+	defer t.queue.leave(bs)
+	if err := sleep(ctx, t.clock, r.wait); err != nil {
+		t.giveBack(ctx, &r)
+		return err
+	}
+	return nil
+}
+
+// giveBack refunds a reservation that will not be used. The refund must run
+// even though ctx may be done, so it runs without ctx's cancellation.
+func (t *Transport) giveBack(ctx context.Context, r *reservation) {
+	// A failed refund costs one slot and nothing else; there is no caller
+	// left to tell.
+	_ = t.store.refund(context.WithoutCancel(ctx), r)
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	type closeIdler interface{ CloseIdleConnections() }
+	if ci, ok := t.base.(closeIdler); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// closeBody closes the request's body, as a RoundTripper must on every path
+// where it does not hand the request to another RoundTripper.
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+}
