@@ -1,0 +1,430 @@
+package throttle
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// DefaultMaxRetryAfter caps every duration read from a response when the
+// caller passes maxWait <= 0 to [ParseSignal] or [Signal.Normalize].
+//
+// Two minutes is long enough to honour every documented server wait in the
+// common case (Discord's 64 s, GitHub's 60 s secondary-limit pause, Shopify's
+// 2 s, OpenAI's SDK ceiling of 60 s) while short enough that one hostile,
+// buggy or misconfigured server (Retry-After: 99999999, a date in year 9999)
+// cannot stall a whole fleet of workers for hours. A caller that must honour
+// longer waits (an hourly quota) passes a larger maxWait explicitly; a capped
+// value is flagged with [Signal.Capped], and a request that hits the limit
+// again simply yields another signal.
+const DefaultMaxRetryAfter = 2 * time.Minute
+
+// Bounds applied to untrusted header values before any parsing: a value
+// longer than this is ignored, so a huge header can never cost more than a
+// length check.
+const (
+	// maxNumericHeaderLen bounds numeric, date and short text fields.
+	maxNumericHeaderLen = 256
+	// maxStructuredHeaderLen bounds structured fields (IETF RateLimit,
+	// RateLimit-Policy, Sforce-Limit-Info) after multiple lines are joined.
+	maxStructuredHeaderLen = 4096
+	// maxSignalQuotas bounds Signal.Quotas so a list with hundreds of
+	// members cannot make matching or storage expensive.
+	maxSignalQuotas = 64
+	// maxQuotaWindow bounds Quota.Window. A window is a description of a
+	// policy, not a wait, so it is not capped at maxWait (a "daily" policy
+	// must keep its 24 h window); one leap year is the longest period any
+	// known provider uses.
+	maxQuotaWindow = 366 * 24 * time.Hour
+)
+
+// RetryHint is a server's explicit opinion on whether a request may be
+// retried, read from headers such as x-should-retry (OpenAI, Anthropic) or
+// Stripe-Should-Retry. The zero value, [RetryHintNone], means the server did
+// not say.
+type RetryHint int8
+
+const (
+	// RetryHintNone means no retry hint was received (the zero value).
+	RetryHintNone RetryHint = iota
+	// RetryHintRetry means the server said the request may be retried.
+	RetryHintRetry
+	// RetryHintDoNotRetry means the server said the request must not be
+	// retried, whatever its status.
+	RetryHintDoNotRetry
+)
+
+// String returns "none", "retry" or "do-not-retry".
+func (r RetryHint) String() string {
+	switch r {
+	case RetryHintRetry:
+		return "retry"
+	case RetryHintDoNotRetry:
+		return "do-not-retry"
+	default:
+		return "none"
+	}
+}
+
+// Signal is what one response says about the server's rate limits,
+// normalised across header dialects by [ParseSignal].
+//
+// The zero value means "the response said nothing about rate limits". A
+// Signal is a plain value: copy it freely; it is not safe to mutate one
+// from several goroutines at once.
+type Signal struct {
+	// Limited reports that the server rejected the request for rate or
+	// quota reasons: any 429; a 503 carrying Retry-After (or retry-after-ms);
+	// or a dialect's equivalent, such as GitHub's 403 with
+	// x-ratelimit-remaining: 0.
+	Limited bool
+
+	// RetryAfter is the wait the server named before the next request
+	// (Retry-After, retry-after-ms, or a dialect's documented rule), never
+	// negative and capped at maxWait. HasRetryAfter distinguishes an
+	// explicit "Retry-After: 0" from no header at all. Quota resets (IETF
+	// t, X-RateLimit-Reset) are not copied here: see [Signal.Wait].
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+
+	// Quotas is what the server reported about each quota or policy, in
+	// the order the parsers met them, at most 64 entries. Use
+	// [Signal.Quota] to look one up by name.
+	Quotas []Quota
+
+	// Scope is the server's name for the limit that applies: Discord's
+	// X-RateLimit-Scope ("user", "global", "shared"), GitHub's
+	// x-ratelimit-resource ("core", "search"), etc. Empty when unknown.
+	Scope string
+
+	// Bucket is the server's opaque rate-limit bucket identifier (Discord
+	// X-RateLimit-Bucket). Requests sharing a bucket share a limit.
+	Bucket string
+
+	// ShouldRetry is the server's explicit retry hint (x-should-retry,
+	// Stripe-Should-Retry); RetryHintNone when absent.
+	ShouldRetry RetryHint
+
+	// Reason is the server's machine-readable reason for the limit, e.g.
+	// Stripe-Rate-Limited-Reason "global-rate" or "endpoint-concurrency".
+	Reason string
+
+	// Capped reports that at least one duration (RetryAfter or a Quota
+	// Reset) was longer than maxWait and was cut down to it.
+	Capped bool
+}
+
+// Quota is what a server reported about one quota or policy. The zero
+// value is an empty report; the Has* flags say which numbers were present.
+type Quota struct {
+	// Name is the policy name: an IETF policy name ("burst", "daily"),
+	// "default" for older IETF forms, "requests" for X-RateLimit-*, or a
+	// dialect's name ("tokens", "input-tokens", "api-usage", "daily"...).
+	Name string
+	// Unit is what the quota counts: "requests" (the default),
+	// "tokens", "content-bytes" or "concurrent-requests".
+	Unit string
+
+	// Limit is the quota size and Remaining what is left of it in the
+	// current window; both are never negative.
+	Limit, Remaining       int64
+	HasLimit, HasRemaining bool
+
+	// Reset is the time until the quota resets, relative to the response:
+	// never negative, capped at maxWait (see [Signal.Capped]). What "reset"
+	// means depends on the server: OpenAI means fully replenished, GitHub
+	// and Discord mean the start of the next window.
+	Reset    time.Duration
+	HasReset bool
+
+	// Window is the policy's window (IETF w, HubSpot interval); 0 when
+	// unknown. It is a description, not a wait, so it is bounded at one
+	// year rather than at maxWait.
+	Window time.Duration
+
+	// PartitionKey is the IETF pk parameter as standard padded base64:
+	// the received text whenever the server encoded it canonically (a
+	// value with non-zero padding bits, which RFC 9651 parsers accept, is
+	// re-encoded: "sdfjLJUOUH==" becomes "sdfjLJUOUA=="). It may identify
+	// a customer or a key: [Quota.String] redacts it; never log it raw.
+	PartitionKey string
+}
+
+// String formats q for logs with PartitionKey redacted. fmt also uses it
+// when a whole Signal is printed with %v.
+func (q Quota) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{%s unit=%s", q.Name, q.Unit)
+	if q.HasLimit {
+		fmt.Fprintf(&b, " limit=%d", q.Limit)
+	}
+	if q.HasRemaining {
+		fmt.Fprintf(&b, " remaining=%d", q.Remaining)
+	}
+	if q.HasReset {
+		fmt.Fprintf(&b, " reset=%s", q.Reset)
+	}
+	if q.Window > 0 {
+		fmt.Fprintf(&b, " window=%s", q.Window)
+	}
+	if q.PartitionKey != "" {
+		b.WriteString(" pk=[redacted]")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// Exhausted reports whether the server said nothing is left of q.
+func (q Quota) Exhausted() bool { return q.HasRemaining && q.Remaining == 0 }
+
+// Quota returns the first quota named name.
+func (s *Signal) Quota(name string) (Quota, bool) {
+	for _, q := range s.Quotas {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return Quota{}, false
+}
+
+// SetQuota replaces the quota with the same Name, or appends q if there is
+// none (and fewer than 64 quotas are held). Dialects use it so that running
+// a dialect twice, or after a standard parser that produced the same quota,
+// does not duplicate entries.
+func (s *Signal) SetQuota(q Quota) {
+	if q.Unit == "" {
+		q.Unit = "requests"
+	}
+	for i := range s.Quotas {
+		if s.Quotas[i].Name == q.Name {
+			s.Quotas[i] = q
+			return
+		}
+	}
+	if len(s.Quotas) < maxSignalQuotas {
+		s.Quotas = append(s.Quotas, q)
+	}
+}
+
+// Wait is the best wait the signal names before the next request: the
+// server's RetryAfter when one was named (Retry-After takes precedence over
+// every reset, as the IETF draft requires), otherwise the longest Reset
+// among exhausted quotas (Remaining 0 with a Reset, e.g. IETF
+// `r=0;t=5`), otherwise 0 and false.
+func (s *Signal) Wait() (time.Duration, bool) {
+	if s.HasRetryAfter {
+		return s.RetryAfter, true
+	}
+	var w time.Duration
+	found := false
+	for _, q := range s.Quotas {
+		if q.Exhausted() && q.HasReset {
+			found = true
+			w = max(w, q.Reset)
+		}
+	}
+	return w, found
+}
+
+// Normalize enforces the invariants ParseSignal guarantees, and is run by
+// ParseSignal after every dialect: every duration is clamped to
+// [0, maxWait] (maxWait <= 0 means [DefaultMaxRetryAfter]) and flags
+// Capped when it was cut; Window is clamped to [0, 1 year]; negative
+// counts are dropped; Quotas is truncated to 64 entries; short text fields
+// longer than 256 bytes are cleared. Call it yourself only when you run a
+// [Dialect] directly instead of through ParseSignal.
+func (s *Signal) Normalize(maxWait time.Duration) {
+	if maxWait <= 0 {
+		maxWait = DefaultMaxRetryAfter
+	}
+	var capped bool
+	s.RetryAfter, capped = clampSignalWait(s.RetryAfter, maxWait)
+	s.Capped = s.Capped || capped
+	if len(s.Quotas) > maxSignalQuotas {
+		s.Quotas = s.Quotas[:maxSignalQuotas]
+	}
+	for i := range s.Quotas {
+		q := &s.Quotas[i]
+		q.Reset, capped = clampSignalWait(q.Reset, maxWait)
+		s.Capped = s.Capped || capped
+		q.Window, _ = clampSignalWait(q.Window, maxQuotaWindow)
+		if q.Limit < 0 || !q.HasLimit {
+			q.Limit, q.HasLimit = 0, false
+		}
+		if q.Remaining < 0 || !q.HasRemaining {
+			q.Remaining, q.HasRemaining = 0, false
+		}
+		if !q.HasReset {
+			q.Reset = 0
+		}
+		if q.Unit == "" {
+			q.Unit = "requests"
+		}
+	}
+	s.Scope = boundSignalText(s.Scope)
+	s.Bucket = boundSignalText(s.Bucket)
+	s.Reason = boundSignalText(s.Reason)
+}
+
+// Dialect reads one provider's headers into s, after the standard parsers
+// have run. It may add or replace quotas (use [Signal.SetQuota]), set
+// Limited, RetryAfter, Scope and the other fields. ParseSignal calls
+// [Signal.Normalize] after the last dialect, so a dialect need not cap
+// durations itself, but it must never produce a negative count on purpose.
+//
+// Implementations must be safe for concurrent use and must never panic on
+// any input: headers come from an untrusted server.
+type Dialect interface {
+	Parse(status int, h http.Header, now time.Time, s *Signal)
+}
+
+// DialectFunc adapts a function to [Dialect]. A nil DialectFunc is not a
+// valid Dialect.
+type DialectFunc func(status int, h http.Header, now time.Time, s *Signal)
+
+// Parse calls f(status, h, now, s).
+func (f DialectFunc) Parse(status int, h http.Header, now time.Time, s *Signal) {
+	f(status, h, now, s)
+}
+
+// ParseSignal reads what one response says about rate limits. now is the
+// time the response was received; it is the base for every relative
+// duration.
+//
+// It runs the standard parsers in this order:
+//   - retry-after-ms (OpenAI, Azure), then Retry-After, see
+//     [ParseRetryAfterMillis] and [ParseRetryAfter];
+//   - X-RateLimit-* and X/Twitter's x-rate-limit-* (quota "requests"; Scope
+//     from x-ratelimit-resource), see [ParseXRateLimit];
+//   - IETF RateLimit/RateLimit-Policy in the -10 List form, else the -07
+//     Dictionary form, else the -06 RateLimit-Limit/-Remaining/-Reset
+//     fields, see [ParseIETFRateLimit];
+//   - x-should-retry (OpenAI, Anthropic) into ShouldRetry.
+//
+// Then it sets Limited for 429, and for 503 carrying a retry-after header,
+// runs each dialect in order (later dialects see and may override earlier
+// results; nil dialects are skipped), and finally calls
+// [Signal.Normalize](maxWait): every duration in the result is in
+// [0, maxWait], and maxWait <= 0 means [DefaultMaxRetryAfter].
+//
+// Only the first line of a repeated numeric or text header field is used,
+// as http.Header.Get does; the structured IETF fields join their lines as
+// RFC 9651 requires. Values longer than 256 bytes (numeric and text fields)
+// or 4 KiB (structured fields) are ignored before parsing. Malformed values
+// are ignored, never an error: a signal is advice, and a bad header must
+// not fail a response that the server otherwise delivered.
+//
+// ParseSignal is safe for concurrent use if the dialects are, and does not
+// modify h.
+func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration, dialects ...Dialect) Signal {
+	var s Signal
+	if d, ok := ParseRetryAfterMillis(headerFirst(h, "Retry-After-Ms", maxNumericHeaderLen)); ok {
+		s.RetryAfter, s.HasRetryAfter = d, true
+	} else if d, ok := ParseRetryAfter(headerFirst(h, "Retry-After", maxNumericHeaderLen), now); ok {
+		s.RetryAfter, s.HasRetryAfter = d, true
+	}
+	if q, ok := ParseXRateLimit(h, now); ok {
+		s.SetQuota(q)
+	}
+	if r := headerFirst(h, "X-Ratelimit-Resource", maxNumericHeaderLen); r != "" {
+		s.Scope = r
+	}
+	for _, q := range ParseIETFRateLimit(h, now) {
+		s.SetQuota(q)
+	}
+	s.ShouldRetry = ParseShouldRetry(headerFirst(h, "X-Should-Retry", maxNumericHeaderLen))
+
+	switch status {
+	case http.StatusTooManyRequests:
+		s.Limited = true
+	case http.StatusServiceUnavailable:
+		s.Limited = s.HasRetryAfter
+	}
+	for _, d := range dialects {
+		if d != nil {
+			d.Parse(status, h, now, &s)
+		}
+	}
+	s.Normalize(maxWait)
+	return s
+}
+
+// HeaderValue returns the first value of header field name in h, with
+// surrounding whitespace removed, or "" when it is absent or longer than
+// maxLen bytes. Dialects use it to read untrusted values with a bound.
+func HeaderValue(h http.Header, name string, maxLen int) string {
+	return headerFirst(h, name, maxLen)
+}
+
+func headerFirst(h http.Header, name string, maxLen int) string {
+	if h == nil {
+		return ""
+	}
+	v := h.Get(name)
+	if len(v) > maxLen {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// headerJoined joins every line of a structured field with ", " as RFC 9651
+// §4.2 requires, or returns false when the field is absent or the result
+// would exceed maxLen (the whole field is then ignored, never truncated:
+// a truncated list could change meaning).
+func headerJoined(h http.Header, name string, maxLen int) (string, bool) {
+	if h == nil {
+		return "", false
+	}
+	lines := h.Values(name)
+	if len(lines) == 0 {
+		return "", false
+	}
+	n := 0
+	for i, l := range lines {
+		n += len(l)
+		if i > 0 {
+			n += 2
+		}
+		if n > maxLen {
+			return "", false
+		}
+	}
+	return strings.Join(lines, ", "), true
+}
+
+// clampSignalWait clamps d to [0, limit] and reports whether it was above.
+func clampSignalWait(d, limit time.Duration) (time.Duration, bool) {
+	switch {
+	case d < 0:
+		return 0, false
+	case d > limit:
+		return limit, true
+	}
+	return d, false
+}
+
+func boundSignalText(s string) string {
+	if len(s) > maxNumericHeaderLen {
+		return ""
+	}
+	return s
+}
+
+// SecondsToDuration converts a number of seconds to a Duration, saturating:
+// NaN, zero and negative values give 0, values beyond the range of
+// time.Duration give the largest Duration. Never panics.
+func SecondsToDuration(sec float64) time.Duration {
+	if !(sec > 0) { // also catches NaN
+		return 0
+	}
+	// Round, not truncate: 0.012 s must be 12ms, not 11.999999ms.
+	ns := math.Round(sec * float64(time.Second))
+	// float64(math.MaxInt64) is 2^63, one past the range: converting it
+	// (or more) to int64 is implementation-defined, so saturate first.
+	if ns >= float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ns)
+}
