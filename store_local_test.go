@@ -1,0 +1,227 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fakeclock"
+)
+
+// epoch is where fake clocks start in the store and transport tests.
+var epoch = time.Unix(0, t0)
+
+func newTestStore() (*localStore, *fakeclock.Clock) {
+	c := fakeclock.New(epoch)
+	return newLocalStore(c), c
+}
+
+func (s *localStore) tat(key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tats[key]
+}
+
+func (s *localStore) snapshot() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]int64, len(s.tats))
+	for k, v := range s.tats {
+		m[k] = v
+	}
+	return m
+}
+
+func mustReserve(t *testing.T, s *localStore, bs []bucket, maxWait time.Duration) reservation {
+	t.Helper()
+	r, err := s.reserve(context.Background(), bs, maxWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestLocalStoreMultiBucket(t *testing.T) {
+	ctx := context.Background()
+	fast := bucket{key: "fast", rule: "fast", interval: 10, burst: 1, cost: 1}
+	slow := bucket{key: "slow", rule: "slow", interval: 30, burst: 1, cost: 1}
+	bs := []bucket{fast, slow}
+
+	t.Run("one common departure time, set by the slowest bucket", func(t *testing.T) {
+		s, _ := newTestStore()
+		if r := mustReserve(t, s, bs, 0); !r.ok || r.wait != 0 {
+			t.Fatalf("first reservation %+v; want ok at once", r)
+		}
+		r := mustReserve(t, s, bs, time.Hour)
+		if !r.ok || r.wait != 30 || r.limiter != 1 {
+			t.Fatalf("got ok=%v wait=%v limiter=%d; want ok, 30ns, limiter 1 (slow)", r.ok, r.wait, r.limiter)
+		}
+		// Both buckets are booked at the common departure t0+30.
+		if got, want := s.tat("fast"), t0+30+10; got != want {
+			t.Fatalf("fast TAT now%+d, want now%+d", got-t0, want-t0)
+		}
+		if got, want := s.tat("slow"), t0+30+30; got != want {
+			t.Fatalf("slow TAT now%+d, want now%+d", got-t0, want-t0)
+		}
+	})
+
+	t.Run("limiter index names the slowest bucket", func(t *testing.T) {
+		s, _ := newTestStore()
+		mustReserve(t, s, []bucket{fast, slow}, 0)
+		if r := mustReserve(t, s, []bucket{slow, fast}, time.Hour); r.limiter != 0 || r.wait != 30 {
+			t.Fatalf("limiter %d wait %v; want 0, 30ns", r.limiter, r.wait)
+		}
+	})
+
+	t.Run("all or nothing: a rejection books no bucket", func(t *testing.T) {
+		s, _ := newTestStore()
+		mustReserve(t, s, []bucket{slow}, 0)
+		before := s.snapshot()
+		r := mustReserve(t, s, bs, 20)
+		if r.ok || r.wait != 30 || r.limiter != 1 {
+			t.Fatalf("got %+v; want rejection needing 30ns from limiter 1", r)
+		}
+		if after := s.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("store changed by a rejected reservation: %v → %v", before, after)
+		}
+		if _, ok := s.snapshot()["fast"]; ok {
+			t.Fatal("the fast bucket was created by a rejected reservation")
+		}
+	})
+
+	t.Run("refund of the last booking restores every bucket", func(t *testing.T) {
+		s, _ := newTestStore()
+		mustReserve(t, s, bs, 0)
+		before := s.snapshot()
+		r := mustReserve(t, s, bs, time.Hour)
+		if err := s.refund(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		if after := s.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("refund left %v, want %v", after, before)
+		}
+		if r2 := mustReserve(t, s, bs, time.Hour); r2.wait != r.wait {
+			t.Fatalf("next request waits %v, want the refunded slot's %v", r2.wait, r.wait)
+		}
+	})
+
+	t.Run("refund of a booking with later ones behind it changes nothing", func(t *testing.T) {
+		s, _ := newTestStore()
+		r1 := mustReserve(t, s, bs, time.Hour)
+		afterR1 := s.snapshot()
+		r2 := mustReserve(t, s, bs, time.Hour)
+		afterR2 := s.snapshot()
+		if err := s.refund(ctx, &r1); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR2) {
+			t.Fatalf("refund of a non-last booking changed the store: %v → %v", afterR2, got)
+		}
+		if err := s.refund(ctx, &r2); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR1) {
+			t.Fatalf("refund of the last booking left %v, want %v", got, afterR1)
+		}
+	})
+
+	t.Run("refund only where the booking is still last", func(t *testing.T) {
+		s, _ := newTestStore()
+		r := mustReserve(t, s, bs, time.Hour)
+		// Another request books the slow bucket only.
+		mustReserve(t, s, []bucket{slow}, time.Hour)
+		slowBefore := s.tat("slow")
+		if err := s.refund(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		if s.tat("fast") != r.prev[0] {
+			t.Fatalf("fast bucket not refunded")
+		}
+		if s.tat("slow") != slowBefore {
+			t.Fatalf("slow bucket refunded although a later booking sits behind it")
+		}
+	})
+}
+
+func TestLocalStorePause(t *testing.T) {
+	ctx := context.Background()
+	b := bucket{key: "k", rule: "r", interval: 10, burst: 3, cost: 1}
+	s, c := newTestStore()
+	if err := s.pause(ctx, []bucket{b}, 100); err != nil {
+		t.Fatal(err)
+	}
+	// The pause holds the bucket shut for 100ns, then it refills from
+	// empty: one request per interval, no burst.
+	for i, want := range []time.Duration{100, 110, 120} {
+		if r := mustReserve(t, s, []bucket{b}, time.Hour); r.wait != want {
+			t.Fatalf("request %d waits %v, want %v", i, r.wait, want)
+		}
+	}
+	t.Run("a shorter pause does not shorten a longer one", func(t *testing.T) {
+		before := s.tat("k")
+		if err := s.pause(ctx, []bucket{b}, 5); err != nil {
+			t.Fatal(err)
+		}
+		if s.tat("k") != before {
+			t.Fatalf("TAT moved from %d to %d", before, s.tat("k"))
+		}
+	})
+	t.Run("a negative pause is no pause", func(t *testing.T) {
+		c.Advance(time.Hour)
+		if err := s.pause(ctx, []bucket{b}, -time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if r := mustReserve(t, s, []bucket{b}, 0); !r.ok {
+			t.Fatalf("request after a negative pause rejected: %+v", r)
+		}
+	})
+}
+
+func TestLocalStoreSweep(t *testing.T) {
+	iv := time.Millisecond
+	key := func(i int) bucket { return bucket{key: fmt.Sprint("k", i), rule: "r", interval: iv, burst: 1, cost: 1} }
+
+	t.Run("idle buckets are dropped when the map doubles", func(t *testing.T) {
+		s, c := newTestStore()
+		for i := range sweepMinSize - 1 {
+			mustReserve(t, s, []bucket{key(i)}, 0)
+		}
+		c.Advance(iv) // every bucket is now idle
+		mustReserve(t, s, []bucket{key(-1)}, 0)
+		if n := s.len(); n != sweepMinSize {
+			t.Fatalf("len %d before the map reaches the sweep size, want %d", n, sweepMinSize)
+		}
+		mustReserve(t, s, []bucket{key(-2)}, 0) // reaches sweepMinSize: sweeps
+		if n := s.len(); n != 2 {
+			t.Fatalf("len %d after the sweep, want 2 (the live bucket and the new one)", n)
+		}
+	})
+
+	t.Run("idle buckets are dropped sweepEvery after the last sweep", func(t *testing.T) {
+		s, c := newTestStore()
+		for i := range 10 {
+			mustReserve(t, s, []bucket{key(i)}, 0)
+		}
+		c.Advance(sweepEvery)
+		mustReserve(t, s, []bucket{key(-1)}, 0)
+		if n := s.len(); n != 1 {
+			t.Fatalf("len %d, want 1", n)
+		}
+	})
+
+	t.Run("live buckets survive a sweep with their TAT", func(t *testing.T) {
+		s, c := newTestStore()
+		long := bucket{key: "long", rule: "r", interval: 2 * sweepEvery, burst: 1, cost: 1}
+		mustReserve(t, s, []bucket{long}, 0)
+		tat := s.tat("long")
+		c.Advance(sweepEvery)
+		mustReserve(t, s, []bucket{key(1)}, 0)
+		if s.len() != 2 || s.tat("long") != tat {
+			t.Fatalf("live bucket lost by the sweep (len %d, tat %d want %d)", s.len(), s.tat("long"), tat)
+		}
+		if r := mustReserve(t, s, []bucket{long}, time.Hour); r.wait != sweepEvery {
+			t.Fatalf("wait %v after the sweep, want %v", r.wait, sweepEvery)
+		}
+	})
+}
