@@ -87,27 +87,27 @@ func ParseOpenAIDuration(v string) (time.Duration, bool) {
 	for v != "" {
 		i := 0
 		dot := false
-		for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.' && !dot) {
+		for i < len(v) && isNumberByte(v[i]) {
 			if v[i] == '.' {
+				if dot {
+					return 0, false
+				}
 				dot = true
 			}
 			i++
 		}
-		num, unit := v[:i], ""
-		if num == "" || num == "." {
-			return 0, false
-		}
-		v = v[i:]
-		j := 0
-		for j < len(v) && !(v[j] >= '0' && v[j] <= '9' || v[j] == '.') {
+		num := v[:i]
+		j := i
+		for j < len(v) && !isNumberByte(v[j]) {
 			j++
 		}
-		unit, v = v[:j], v[j:]
+		unit := v[i:j]
+		v = v[j:]
 		scale, ok := openAIUnits[unit]
 		if !ok {
 			return 0, false
 		}
-		n, ok := throttle.ParseDelaySeconds(num)
+		n, ok := throttle.ParseDelaySeconds(num) // rejects "", "." and ".5"
 		if !ok {
 			return 0, false
 		}
@@ -115,6 +115,8 @@ func ParseOpenAIDuration(v string) (time.Duration, bool) {
 	}
 	return throttle.SecondsToDuration(total), true
 }
+
+func isNumberByte(c byte) bool { return c >= '0' && c <= '9' || c == '.' }
 
 // openAIUnits maps a unit to its length in seconds.
 var openAIUnits = map[string]float64{
