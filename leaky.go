@@ -39,7 +39,16 @@ func satAdd(a, b int64) int64 {
 // gcraAllowAt returns the earliest time a request of cost units conforms to
 // a bucket with the given TAT, never earlier than now.
 func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
-	at := satAdd(max(tat, now), satMul(interval, cost)) - satMul(interval, burst)
+	// max(TAT, now) + (cost-burst)·interval, computed as one subtraction
+	// (or addition) of a non-negative term so that a saturated TAT still
+	// yields the right answer instead of wrapping through zero.
+	base := max(tat, now)
+	var at int64
+	if cost <= burst {
+		at = base - satMul(interval, burst-cost)
+	} else {
+		at = satAdd(base, satMul(interval, cost-burst))
+	}
 	return max(at, now)
 }
 
