@@ -41,6 +41,10 @@ type config struct {
 	headroom float64
 	clock    Clock
 	errs     []error // invalid option values, reported by New
+
+	dialects      []Dialect
+	maxRetryAfter time.Duration
+	retry         RetryPolicy
 	// newStore, when set (WithRedis), makes the store shared by the fleet.
 	newStore func(*config) (store, error)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 )
 
 // Transport is an [http.RoundTripper] that makes each request wait for its
@@ -26,8 +28,11 @@ type Transport struct {
 	queue *waitQueue
 	clock Clock
 
-	maxWait time.Duration
-	err     error // a configuration error, returned by every RoundTrip
+	maxWait       time.Duration
+	dialects      []Dialect
+	maxRetryAfter time.Duration
+	retry         retrier
+	err           error // a configuration error, returned by every RoundTrip
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -55,7 +60,15 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			o.apply(&cfg)
 		}
 	}
-	t := &Transport{base: base, clock: cfg.clock, maxWait: cfg.maxWait, queue: newWaitQueue(cfg.maxQueue)}
+	t := &Transport{
+		base:          base,
+		clock:         cfg.clock,
+		maxWait:       cfg.maxWait,
+		queue:         newWaitQueue(cfg.maxQueue),
+		dialects:      cfg.dialects,
+		maxRetryAfter: cfg.maxRetryAfter,
+		retry:         newRetrier(cfg.retry),
+	}
 	if t.err = errors.Join(cfg.errs...); t.err != nil {
 		return t
 	}
@@ -74,7 +87,9 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 func (t *Transport) Err() error { return t.err }
 
 // RoundTrip waits for the request's slot in every bucket it needs, then
-// sends it through the base transport.
+// sends it through the base transport, and reads the response's rate-limit
+// headers (see [ParseSignal]) to pause the fleet's buckets when the server
+// asks for it.
 //
 // It fails without sending when the slot lies beyond the context's deadline
 // or the maximum wait ([*WaitError]), when a bucket has too many waiters
@@ -82,6 +97,13 @@ func (t *Transport) Err() error { return t.err }
 // ([*RuleError]), or when the context ends while waiting (the context's
 // error; the slot is given back). A request that fails this way books
 // nothing.
+//
+// A rate-limited response is retried as the retry policy says (see
+// [RetryPolicy]): only requests that can be replayed safely, each retry
+// after the server's wait or a backoff, and in a fresh slot. The rejected
+// response is drained and closed before the retry. When retries run out,
+// or a retry could not get its slot in time, the last response is returned
+// as it is, with a nil error.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeBody(req)
@@ -92,13 +114,83 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	if len(bs) > 0 {
-		if err := t.acquire(req.Context(), bs); err != nil {
-			closeBody(req)
-			return nil, err
+	ctx := req.Context()
+	if err := t.acquire(ctx, bs); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	start := t.clock.Now()
+	var bo backoffState
+	for attempt := 1; ; attempt++ {
+		sig := t.listen(ctx, bs, resp)
+		if attempt >= t.retry.maxAttempts || !t.retry.shouldRetry(resp, sig) || !t.retry.replayable(req) {
+			return resp, nil
+		}
+		delay, ok := sig.Wait()
+		if !ok {
+			delay = bo.next(t.retry.newBackOff)
+			if delay == backoff.Stop {
+				return resp, nil
+			}
+		}
+		if t.clock.Now().Add(delay).Sub(start) > t.retry.maxElapsed || beyondDeadline(ctx, t.clock.Now().Add(delay)) {
+			return resp, nil
+		}
+		release(resp)
+		next, err := t.retryAfter(ctx, req, bs, delay)
+		if err != nil {
+			// No retry could be made in time: the caller gets the
+			// server's answer, untouched.
+			return resp, nil
+		}
+		drainAndClose(resp)
+		resp, err = t.base.RoundTrip(next)
+		if err != nil {
+			return resp, err
 		}
 	}
-	return t.base.RoundTrip(req)
+}
+
+// retryAfter waits delay, then for a fresh slot, and returns a copy of req
+// with a fresh body, ready to be sent again. On error nothing is booked.
+func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []bucket, delay time.Duration) (*http.Request, error) {
+	if err := sleep(ctx, t.clock, delay); err != nil {
+		return nil, err
+	}
+	if err := t.acquire(ctx, bs); err != nil {
+		return nil, err
+	}
+	next := req.Clone(ctx)
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil {
+			// The slot stays booked: it was spent on a request that
+			// could not be rebuilt, which is rare and costs one slot.
+			return nil, err
+		}
+		next.Body = body
+	}
+	return next, nil
+}
+
+// beyondDeadline reports whether at lies past ctx's deadline.
+func beyondDeadline(ctx context.Context, at time.Time) bool {
+	dl, ok := ctx.Deadline()
+	return ok && at.After(dl)
+}
+
+// backoffState makes a request's backoff schedule on first use.
+type backoffState struct{ b backoff.BackOff }
+
+func (s *backoffState) next(newBackOff func() backoff.BackOff) time.Duration {
+	if s.b == nil {
+		s.b = newBackOff()
+	}
+	return s.b.NextBackOff()
 }
 
 // buckets returns the buckets request r needs: one per matching rule.
@@ -119,6 +211,9 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 
 // acquire books the request's slot and waits for it.
 func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
+	if len(bs) == 0 {
+		return nil
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

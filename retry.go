@@ -1,0 +1,164 @@
+package throttle
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Defaults of the retry policy.
+const (
+	// DefaultMaxAttempts is how many times a request is sent at most,
+	// the first time included.
+	DefaultMaxAttempts = 3
+
+	// DefaultMaxRetryElapsed bounds the time spent on retries of one
+	// request, waits included.
+	DefaultMaxRetryElapsed = time.Minute
+
+	// maxDrain bounds what is read from a rejected response before it is
+	// closed: enough to let the connection be reused after a short error
+	// body, and no more.
+	maxDrain = 4 << 10
+)
+
+// RetryPolicy says which rate-limited responses are retried and when. Every
+// retry waits for a fresh slot in the request's buckets, so retries of a
+// fleet stay within its limits too. Only responses are retried: an error
+// from the base transport is returned as it is.
+//
+// The zero RetryPolicy retries with the defaults: see each field.
+type RetryPolicy struct {
+	// MaxAttempts is how many times a request is sent at most, the first
+	// time included. If MaxAttempts ≤ 0, [DefaultMaxAttempts] applies; 1
+	// disables retries.
+	MaxAttempts int
+
+	// MaxElapsed bounds the time from the first attempt until the last
+	// retry is sent. If MaxElapsed ≤ 0, [DefaultMaxRetryElapsed] applies.
+	MaxElapsed time.Duration
+
+	// Replayable reports whether a request may be sent again. If nil,
+	// [Replayable] applies: the body can be replayed and the method is
+	// idempotent or the request has an Idempotency-Key header.
+	Replayable func(*http.Request) bool
+
+	// ShouldRetry reports whether a response calls for a retry. If nil,
+	// [RetryRateLimited] applies.
+	ShouldRetry func(*http.Response, Signal) bool
+
+	// NewBackOff makes the schedule of waits used when the server names no
+	// wait, one per request. If nil, an exponential backoff with jitter
+	// starting at 500ms, growing 2× to at most 30s, with ±50 % jitter.
+	NewBackOff func() backoff.BackOff
+}
+
+// WithRetry sets the retry policy for rate-limited responses. Without it,
+// the zero [RetryPolicy] applies (defaults described there). Use
+// WithRetry(RetryPolicy{MaxAttempts: 1}) to disable retries.
+func WithRetry(p RetryPolicy) Option {
+	return optionFunc(func(c *config) { c.retry = p })
+}
+
+// Replayable reports whether r can be sent again safely: its body can be
+// replayed (it has none, or GetBody), and its method is idempotent (RFC 9110
+// §9.2.2) or it carries an Idempotency-Key header, as Stripe and the IETF
+// draft on idempotency keys use.
+func Replayable(r *http.Request) bool {
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return false
+	}
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return r.Header.Get("Idempotency-Key") != ""
+}
+
+// RetryRateLimited reports whether a response was rejected for rate and the
+// server did not forbid a retry: the default ShouldRetry.
+func RetryRateLimited(_ *http.Response, s Signal) bool {
+	return s.Limited && s.ShouldRetry != RetryHintDoNotRetry
+}
+
+// retrier is a RetryPolicy with its defaults filled in.
+type retrier struct {
+	maxAttempts int
+	maxElapsed  time.Duration
+	replayable  func(*http.Request) bool
+	shouldRetry func(*http.Response, Signal) bool
+	newBackOff  func() backoff.BackOff
+}
+
+func newRetrier(p RetryPolicy) retrier {
+	r := retrier{
+		maxAttempts: p.MaxAttempts,
+		maxElapsed:  p.MaxElapsed,
+		replayable:  p.Replayable,
+		shouldRetry: p.ShouldRetry,
+		newBackOff:  p.NewBackOff,
+	}
+	if r.maxAttempts <= 0 {
+		r.maxAttempts = DefaultMaxAttempts
+	}
+	if r.maxElapsed <= 0 {
+		r.maxElapsed = DefaultMaxRetryElapsed
+	}
+	if r.replayable == nil {
+		r.replayable = Replayable
+	}
+	if r.shouldRetry == nil {
+		r.shouldRetry = RetryRateLimited
+	}
+	if r.newBackOff == nil {
+		r.newBackOff = defaultBackOff
+	}
+	return r
+}
+
+func defaultBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 500 * time.Millisecond
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.5
+	b.MaxInterval = 30 * time.Second
+	b.MaxElapsedTime = 0 // the retrier bounds the elapsed time itself
+	b.Reset()
+	return b
+}
+
+// release frees the connection of a response that may be retried, when its
+// body is short: the body is read into memory (up to maxDrain bytes) and
+// the original closed. A longer body is left as it is. Either way the
+// response still reads the same, so it can be returned untouched if no
+// retry happens.
+func release(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return
+	}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, maxDrain+1))
+	if err != nil || len(buf) > maxDrain {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
+		return
+	}
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(buf))
+}
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
+
+// drainAndClose reads a little of a response body and closes it, so that
+// its connection can be reused.
+func drainAndClose(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+	_ = resp.Body.Close()
+}
