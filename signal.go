@@ -180,7 +180,7 @@ func (q Quota) String() string {
 func (q Quota) Exhausted() bool { return q.HasRemaining && q.Remaining == 0 }
 
 // Quota returns the first quota named name.
-func (s *Signal) Quota(name string) (Quota, bool) {
+func (s Signal) Quota(name string) (Quota, bool) {
 	for _, q := range s.Quotas {
 		if q.Name == name {
 			return q, true
@@ -213,7 +213,7 @@ func (s *Signal) SetQuota(q Quota) {
 // every reset, as the IETF draft requires), otherwise the longest Reset
 // among exhausted quotas (Remaining 0 with a Reset, e.g. IETF
 // `r=0;t=5`), otherwise 0 and false.
-func (s *Signal) Wait() (time.Duration, bool) {
+func (s Signal) Wait() (time.Duration, bool) {
 	if s.HasRetryAfter {
 		return s.RetryAfter, true
 	}
