@@ -35,7 +35,7 @@ type recBody struct {
 	closed atomic.Int32
 }
 
-func newRecBody() *recBody       { return &recBody{Reader: strings.NewReader("payload")} }
+func newRecBody() *recBody      { return &recBody{Reader: strings.NewReader("payload")} }
 func (b *recBody) Close() error { b.closed.Add(1); return nil }
 
 // newReq returns a request for url with the given headers ("K", "V", ...).
