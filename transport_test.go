@@ -459,3 +459,259 @@ func TestTransportMaxQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestContractBodyClosed checks that every early return closes the request
+// body exactly once and never calls the base transport.
+func TestContractBodyClosed(t *testing.T) {
+	called := make(chan struct{}, 10)
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		called <- struct{}{}
+		return okBase(r)
+	})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) (*Transport, context.Context, string) // transport, ctx, cost header
+		want  error
+	}{
+		{"config error", func(t *testing.T) (*Transport, context.Context, string) {
+			return NewTransport(base, WithRules(Rule{Name: "bad"})), context.Background(), ""
+		}, ErrInvalidRule},
+		{"cost error", func(t *testing.T) (*Transport, context.Context, string) {
+			r := hourRule("c", 2)
+			r.Cost = func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("Cost")); return n }
+			return mustNew(t, base, WithRules(r)), context.Background(), "3"
+		}, ErrInvalidRule},
+		{"wait error", func(t *testing.T) (*Transport, context.Context, string) {
+			tr, _ := fillBucket(t, base, WithMaxWait(0))
+			<-called
+			return tr, context.Background(), ""
+		}, ErrBeyondMaxWait},
+		{"queue full", func(t *testing.T) (*Transport, context.Context, string) {
+			tr, _ := fillBucket(t, base, WithMaxQueue(1))
+			<-called
+			// One waiter fills the queue; it is cancelled at cleanup.
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- roundTrip(tr, newReq(t, ctx, "GET", "http://x/")) }()
+			t.Cleanup(func() { cancel(); <-done })
+			for {
+				tr.queue.mu.Lock()
+				n := len(tr.queue.lanes)
+				tr.queue.mu.Unlock()
+				if n == 1 {
+					break
+				}
+				runtime.Gosched()
+			}
+			return tr, context.Background(), ""
+		}, ErrQueueFull},
+		{"context already done", func(t *testing.T) (*Transport, context.Context, string) {
+			return mustNew(t, base, WithRules(hourRule("r", 1))), cancelled, ""
+		}, context.Canceled},
+		{"cancelled while waiting", func(t *testing.T) (*Transport, context.Context, string) {
+			tr, clk := fillBucket(t, base)
+			<-called
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { clk.WaitTimers(1); cancel() }()
+			return tr, ctx, ""
+		}, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, ctx, cost := tt.setup(t)
+			body := newRecBody()
+			req := newReq(t, ctx, "POST", "http://x/", "Cost", cost)
+			req.Body = body
+			resp, err := tr.RoundTrip(req)
+			if resp != nil || !errors.Is(err, tt.want) {
+				t.Fatalf("RoundTrip = %v, %v; want nil, %v", resp, err, tt.want)
+			}
+			if n := body.closed.Load(); n != 1 {
+				t.Fatalf("body closed %d times, want 1", n)
+			}
+			select {
+			case <-called:
+				t.Fatal("base called on an early return")
+			default:
+			}
+		})
+	}
+}
+
+// TestContractRequestUntouched compares the caller's request with a clone
+// taken before RoundTrip, on the success path and on early returns.
+func TestContractRequestUntouched(t *testing.T) {
+	r := hourRule("keyed", 1)
+	r.Key = KeyHeader("Authorization")
+	r.Cost = func(*http.Request) int { return 1 }
+	r.Match = Match{Host: "api.example", Methods: []string{"POST"}, PathPrefix: "/v1"}
+	var got *http.Request
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		got = r
+		return okBase(r)
+	})
+	tr := mustNew(t, base, WithClock(fakeclock.New(epoch)), WithMaxWait(0), WithRules(r))
+	for _, wantErr := range []bool{false, true} {
+		ctx := context.WithValue(context.Background(), struct{}{}, "v")
+		req := newReq(t, ctx, "POST", "https://api.example:443/v1/charges?x=1", "Authorization", "Bearer sk_secret")
+		req.Body = newRecBody()
+		before := req.Clone(ctx)
+		err := roundTrip(tr, req)
+		if (err != nil) != wantErr {
+			t.Fatalf("err %v, want error %v", err, wantErr)
+		}
+		if !reflect.DeepEqual(req, before) {
+			t.Fatalf("request modified:\n%+v\nwas\n%+v", req, before)
+		}
+		if req.Context() != ctx {
+			t.Fatal("request context replaced")
+		}
+		if !wantErr && got != req {
+			t.Fatal("the base did not get the caller's request as it was")
+		}
+	}
+}
+
+type closeIdleBase struct {
+	http.RoundTripper
+	closed atomic.Int32
+}
+
+func (b *closeIdleBase) CloseIdleConnections() { b.closed.Add(1) }
+
+func TestContractPassThrough(t *testing.T) {
+	t.Run("response and error returned untouched", func(t *testing.T) {
+		resp := &http.Response{StatusCode: http.StatusTooManyRequests, Body: http.NoBody}
+		baseErr := errors.New("base failed")
+		for _, tc := range []struct {
+			resp *http.Response
+			err  error
+		}{{resp, nil}, {nil, baseErr}} {
+			tr := mustNew(t, rtFunc(func(*http.Request) (*http.Response, error) { return tc.resp, tc.err }),
+				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 10}}))
+			gotResp, gotErr := tr.RoundTrip(newReq(t, context.Background(), "GET", "http://x/"))
+			if gotResp != tc.resp || gotErr != tc.err {
+				t.Fatalf("RoundTrip = %p, %v; want %p, %v", gotResp, gotErr, tc.resp, tc.err)
+			}
+		}
+	})
+	t.Run("CloseIdleConnections is passed through", func(t *testing.T) {
+		b := &closeIdleBase{RoundTripper: okBase}
+		NewTransport(b).CloseIdleConnections()
+		if b.closed.Load() != 1 {
+			t.Fatal("base's CloseIdleConnections not called")
+		}
+		NewTransport(okBase).CloseIdleConnections() // must not panic
+		var _ interface{ CloseIdleConnections() } = (*Transport)(nil)
+	})
+	t.Run("nil base is http.DefaultTransport", func(t *testing.T) {
+		if tr := NewTransport(nil); tr.base != http.DefaultTransport {
+			t.Fatalf("base %T, want http.DefaultTransport", tr.base)
+		}
+		if tr := NewTransport(nil, WithRules(Rule{})); tr.base != http.DefaultTransport || tr.Err() == nil {
+			t.Fatal("nil base with an invalid rule")
+		}
+	})
+	t.Run("real server through a nil base", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTeapot)
+		}))
+		defer srv.Close()
+		client := &http.Client{Transport: NewTransport(nil, WithRules(hourRule("r", 5)))}
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusTeapot {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	})
+}
+
+// TestConcurrentUse is for -race: many goroutines share one Transport
+// across rules, partitions, waits, cancellations and rejections.
+func TestConcurrentUse(t *testing.T) {
+	keyed := Rule{Name: "keyed", Limit: Limit{Rate: 2000, Period: time.Second, Burst: 5}, Key: KeyHeader("K")}
+	global := Rule{Name: "global", Limit: Limit{Rate: 5000, Period: time.Second, Burst: 20}}
+	post := Rule{Name: "post", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}, Match: Match{Methods: []string{"POST"}}}
+	tr := mustNew(t, okBase, WithMaxQueue(20), WithMaxWait(50*time.Millisecond), WithRules(keyed, global, post))
+	var wg sync.WaitGroup
+	var sent, rejected atomic.Int32
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 50 {
+				method := "GET"
+				if i%10 == 0 {
+					method = "POST"
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*10*time.Millisecond+time.Millisecond)
+				err := roundTrip(tr, newReq(t, ctx, method, "http://x/", "K", strconv.Itoa(g%4)))
+				cancel()
+				if err == nil {
+					sent.Add(1)
+				} else {
+					rejected.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d sent, %d rejected", sent.Load(), rejected.Load())
+	if sent.Load() == 0 {
+		t.Fatal("nothing sent")
+	}
+}
+
+// TestMemoryFlat books 1 000 000 distinct partition keys, lets them all go
+// idle, and checks that one more request sweeps them and the heap returns
+// to its baseline.
+func TestMemoryFlat(t *testing.T) {
+	const keys = 1_000_000
+	clk := fakeclock.New(epoch)
+	r := Rule{Name: "per-customer", Limit: Limit{Rate: 10, Period: time.Second, Burst: 1}, Key: KeyHeader("Customer")}
+	tr := mustNew(t, okBase, WithClock(clk), WithRules(r))
+	store := localOf(t, tr)
+	req := newReq(t, context.Background(), "GET", "http://x/")
+	send := func(i int) {
+		// Reusing one request between calls keeps the loop's own garbage
+		// out of the figures; RoundTrip does not keep it.
+		req.Header.Set("Customer", strconv.Itoa(i))
+		if err := roundTrip(tr, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ms runtime.MemStats
+	heap := func() (alloc, inuse uint64) {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, ms.HeapInuse
+	}
+	send(-1) // the Transport's own first allocations belong to the baseline
+	baseAlloc, baseInuse := heap()
+	for i := range keys {
+		send(i)
+	}
+	peakAlloc, peakInuse := heap()
+	peakLen := store.len()
+	clk.Advance(time.Second + sweepEvery) // every TAT has passed, a sweep is due
+	send(-2)
+	afterAlloc, afterInuse := heap()
+	mb := func(x uint64) float64 { return float64(x) / (1 << 20) }
+	t.Logf("HeapAlloc: baseline %.1f MB, peak %.1f MB (%d buckets), after sweep %.1f MB (%d buckets)",
+		mb(baseAlloc), mb(peakAlloc), peakLen, mb(afterAlloc), store.len())
+	t.Logf("HeapInuse: baseline %.1f MB, peak %.1f MB, after sweep %.1f MB", mb(baseInuse), mb(peakInuse), mb(afterInuse))
+	if peakLen < keys/2 {
+		t.Fatalf("only %d buckets at the peak: the test did not load the store", peakLen)
+	}
+	if n := store.len(); n != 1 {
+		t.Fatalf("%d buckets after the sweep, want 1", n)
+	}
+	const slack = 4 << 20
+	if afterAlloc > baseAlloc+slack || afterInuse > baseInuse+slack {
+		t.Fatalf("heap not flat: HeapAlloc %.1f → %.1f MB, HeapInuse %.1f → %.1f MB",
+			mb(baseAlloc), mb(afterAlloc), mb(baseInuse), mb(afterInuse))
+	}
+}
