@@ -1,0 +1,264 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Mode is how a Transport decides when requests may go. The zero value is
+// ModeLocal, the mode of a Transport without [WithRedis].
+type Mode int
+
+const (
+	// ModeLocal: buckets live in this process only (no [WithRedis]).
+	ModeLocal Mode = iota
+	// ModeShared: buckets live in Redis, shared by the fleet.
+	ModeShared
+	// ModeFallback: Redis is unreachable; each rule runs in a local token
+	// bucket sized to this replica's share of the fleet. The default
+	// outage mode.
+	ModeFallback
+	// ModeFailOpen: Redis is unreachable; requests go at once, unthrottled.
+	ModeFailOpen
+	// ModeFailClosed: Redis is unreachable; requests fail with
+	// [ErrStoreUnavailable].
+	ModeFailClosed
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeLocal:
+		return "local"
+	case ModeShared:
+		return "shared"
+	case ModeFallback:
+		return "fallback"
+	case ModeFailOpen:
+		return "fail-open"
+	case ModeFailClosed:
+		return "fail-closed"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ModeChange reports a Transport switching modes: from [ModeShared] to its
+// outage mode when a Redis call fails or times out, and back when a probe
+// finds Redis answering again.
+type ModeChange struct {
+	From, To Mode
+	At       time.Time // by the Transport's clock
+	// Err is the failure that caused a switch to an outage mode; nil on the
+	// way back. It never holds a partition key: bucket keys are hashed.
+	Err error
+}
+
+// Mode returns the mode the Transport is in now: [ModeLocal] without
+// [WithRedis], otherwise [ModeShared] or the outage mode (see
+// [WithOutageMode]). It is safe for concurrent use; [WithOnModeChange]
+// reports each change as it happens.
+func (t *Transport) Mode() Mode {
+	if m, ok := t.store.(interface{ mode() Mode }); ok {
+		return m.mode()
+	}
+	return ModeLocal
+}
+
+// errRedisTimeout reports a Redis call that did not answer within the
+// timeout (see WithRedisTimeout).
+var errRedisTimeout = errors.New("throttle: redis call timed out")
+
+// fallbackStore wraps the Redis store: it bounds every call with a short
+// timeout, and when a call fails or times out it opens its breaker and
+// serves requests in the outage mode (local buckets, fail open or fail
+// closed) until a half-open probe finds Redis answering again. See
+// docs/OUTAGES.md. It is safe for concurrent use.
+type fallbackStore struct {
+	primary store
+	clock   Clock
+	timeout time.Duration
+	// guard runs each Redis call on a goroutine of its own, so that the
+	// timeout holds even when the client ignores context deadlines (go-redis
+	// without ContextTimeoutEnabled reads until its ReadTimeout).
+	guard   bool
+	outage  Mode
+	brk     *breaker
+	local   *localBuckets
+	fleet   func() int64 // live replicas last seen by the heartbeat; 0 if none yet
+	share   float64      // explicit share (WithFleetShare), or 0
+	assumed int64        // fleet size assumed before any heartbeat
+}
+
+var _ store = (*fallbackStore)(nil)
+
+func (f *fallbackStore) mode() Mode { return f.brk.mode() }
+
+// shareNow returns this replica's share of each rule during an outage.
+func (f *fallbackStore) shareNow() float64 {
+	if f.share > 0 {
+		return f.share
+	}
+	n := f.assumed
+	if f.fleet != nil {
+		if live := f.fleet(); live > 0 {
+			n = live
+		}
+	}
+	return 1 / float64(max(n, 1))
+}
+
+func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	now := f.clock.Now()
+	try, probe, cause := f.brk.allow(now)
+	if try {
+		r, err := f.reserveShared(ctx, bs, maxWait)
+		if err == nil {
+			f.brk.success(f.clock.Now(), probe)
+			return r, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The caller gave up; Redis is not to blame.
+			f.brk.release(probe)
+			return reservation{}, errors.Join(err, ctxErr)
+		}
+		f.brk.failure(f.clock.Now(), probe, err)
+		cause = err
+		now = f.clock.Now()
+	}
+	switch f.outage {
+	case ModeFailOpen:
+		return reservation{ok: true, buckets: bs}, nil
+	case ModeFailClosed:
+		return reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
+	}
+	return f.local.reserve(now, bs, maxWait, f.shareNow()), nil
+}
+
+// reserveShared books bs in Redis. The first booking of a bucket after an
+// outage also books what this replica spent locally and has not yet
+// recovered (its debt), so the fleet does not spend a burst locally and
+// then a second one from the shared bucket.
+func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
+	if withDebt == nil {
+		r, err := f.callReserve(ctx, bs, maxWait)
+		if err != nil && debts != nil {
+			f.local.restoreDebts(debts)
+		}
+		return r, err
+	}
+	r, err := f.callReserve(ctx, withDebt, maxWait)
+	if err != nil {
+		f.local.restoreDebts(debts)
+		return reservation{}, err
+	}
+	if r.ok {
+		r.buckets = bs // the Transport's view; the costs differ only by the debt
+		return r, nil
+	}
+	// The debt pushed the wait beyond what the request accepts: the request
+	// must not fail for it, so it is booked alone and the debt forgotten.
+	return f.callReserve(ctx, bs, maxWait)
+}
+
+// callReserve runs one reserve on Redis within the timeout. A reservation
+// that arrives after the caller gave up on it is refunded, so an abandoned
+// call books nothing (unless the refund itself fails).
+func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	return bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (reservation, error) {
+		return f.primary.reserve(ctx, bs, maxWait)
+	}, func(r reservation) {
+		if r.ok {
+			_, _ = bounded(context.Background(), f.timeout, false, func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, f.primary.refund(ctx, &r)
+			}, nil)
+		}
+	})
+}
+
+func (f *fallbackStore) refund(ctx context.Context, r *reservation) error {
+	if len(r.booked) != len(r.buckets) {
+		// Booked locally (or nowhere, in fail-open mode).
+		f.local.refund(f.clock.Now(), r)
+		return nil
+	}
+	if !f.brk.closed() {
+		// The slot is in a Redis that does not answer: it stays spent
+		// there, which errs on the side of the limit.
+		return nil
+	}
+	_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.primary.refund(ctx, r)
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	return err
+}
+
+func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+	if f.brk.closed() {
+		_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, f.primary.pause(ctx, bs, d)
+		}, nil)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	if f.outage == ModeFallback {
+		// The server's word holds for this replica's local buckets too.
+		f.local.pause(f.clock.Now(), bs, d, f.shareNow())
+	}
+	return nil
+}
+
+// bounded runs call with ctx bounded by timeout. With guard set, call runs
+// on a goroutine of its own and bounded returns at the timeout even if call
+// does not; if call's result arrives after that, abandoned (when not nil)
+// receives it, on that goroutine.
+func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call func(context.Context) (T, error), abandoned func(T)) (T, error) {
+	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
+	defer cancel()
+	if !guard {
+		v, err := call(cctx)
+		if err != nil && context.Cause(cctx) == errRedisTimeout {
+			err = fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
+		}
+		return v, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	const pending, delivered, gaveUp = 0, 1, 2
+	var state atomic.Int32
+	done := make(chan result, 1)
+	go func() {
+		v, err := call(cctx)
+		done <- result{v, err}
+		if !state.CompareAndSwap(pending, delivered) && err == nil && abandoned != nil {
+			abandoned(v)
+		}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-cctx.Done():
+		if !state.CompareAndSwap(pending, gaveUp) {
+			// The result came in just now: take it.
+			res := <-done
+			return res.v, res.err
+		}
+		var zero T
+		if context.Cause(cctx) == errRedisTimeout {
+			return zero, fmt.Errorf("%w after %v", errRedisTimeout, timeout)
+		}
+		return zero, context.Cause(cctx)
+	}
+}

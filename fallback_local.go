@@ -1,0 +1,282 @@
+package throttle
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// localBuckets are the token buckets a replica runs while Redis is
+// unreachable (ModeFallback): one golang.org/x/time/rate Limiter per bucket
+// key, sized to this replica's share of the rule. They keep the store
+// contract as the other stores do: a request is booked in all its buckets
+// or none, a waiting request's tokens go back when it gives up, and a pause
+// holds the buckets shut, then lets them refill from empty. Idle limiters
+// (full again) are dropped by sweeps, like localStore's buckets. It is safe
+// for concurrent use; one mutex guards everything, and nothing sleeps or
+// calls out under it.
+type localBuckets struct {
+	n atomic.Int64 // len(m), read without the lock on the shared path
+
+	mu        sync.Mutex
+	m         map[string]*localBucket
+	held      map[*int64]heldLocal // waiting reservations, for refunds
+	sweepSize int
+	sweptAt   time.Time
+}
+
+// localBucket is the limiter of one bucket key.
+type localBucket struct {
+	lim         *rate.Limiter
+	share       float64   // the share lim is sized for
+	pausedUntil time.Time // lim is only ever used at or after this time
+}
+
+// heldLocal is a reservation that may still be refunded: its parts in the
+// order they were made, and its departure, after which it is forgotten.
+type heldLocal struct {
+	parts  []heldPart
+	depart time.Time
+}
+
+type heldPart struct {
+	r  *rate.Reservation
+	at time.Time // the time it was made at (never before the bucket's pause)
+}
+
+// debt is a bucket's local spending, taken out to be booked in Redis.
+type debt struct {
+	key string
+	b   *localBucket
+}
+
+func newLocalBuckets(now time.Time) *localBuckets {
+	return &localBuckets{
+		m:         make(map[string]*localBucket),
+		held:      make(map[*int64]heldLocal),
+		sweepSize: sweepMinSize,
+		sweptAt:   now,
+	}
+}
+
+// sized returns the limit and burst of b scaled by share: the rule's rate
+// times share, and its burst times share rounded down, at least 1.
+func sized(b *bucket, share float64) (rate.Limit, int) {
+	perSecond := float64(time.Second) / float64(b.interval)
+	burst := max(int(math.Floor(float64(b.burst)*share)), 1)
+	return rate.Limit(perSecond * share), burst
+}
+
+// get returns the limiter of b sized for share, making it if needed.
+// l.mu must be held.
+func (l *localBuckets) get(now time.Time, b *bucket, share float64) *localBucket {
+	e := l.m[b.key]
+	if e == nil {
+		lim, burst := sized(b, share)
+		e = &localBucket{lim: rate.NewLimiter(lim, burst), share: share}
+		l.m[b.key] = e
+		l.n.Store(int64(len(l.m)))
+		return e
+	}
+	if e.share != share {
+		// The fleet changed size: resize, keeping the tokens already
+		// spent.
+		lim, burst := sized(b, share)
+		at := later(now, e.pausedUntil)
+		e.lim.SetLimitAt(at, lim)
+		e.lim.SetBurstAt(at, burst)
+		e.share = share
+	}
+	return e
+}
+
+// reserve books one slot for a request in the buckets bs, all or nothing,
+// if it can depart within maxWait. The reservation has no prev or booked
+// TATs (that is how refund tells it from a Redis one); when it must wait,
+// prev holds one marker whose address finds it in held.
+func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration, share float64) reservation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maybeSweep(now)
+	parts := make([]heldPart, 0, len(bs))
+	var wait time.Duration
+	limiter := 0
+	for i := range bs {
+		e := l.get(now, &bs[i], share)
+		at := later(now, e.pausedUntil)
+		// A cost above the local burst (a share of the rule's burst) is
+		// booked in burst-sized parts, one after the other.
+		for left := bs[i].cost; left > 0; {
+			n := min(left, int64(e.lim.Burst()))
+			r := e.lim.ReserveN(at, int(n))
+			d := time.Duration(math.MaxInt64)
+			if r.OK() {
+				parts = append(parts, heldPart{r, at})
+				d = r.DelayFrom(now)
+			}
+			if d > wait {
+				wait, limiter = d, i
+			}
+			left -= n
+		}
+	}
+	r := reservation{wait: wait, limiter: limiter, buckets: bs}
+	if wait > maxWait {
+		cancelParts(now, parts)
+		return r
+	}
+	r.ok = true
+	if wait > 0 {
+		// Only a request that waits can give its slot back.
+		marker := make([]int64, 1)
+		r.prev = marker
+		l.held[&marker[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
+	}
+	return r
+}
+
+// refund gives back the tokens of a waiting local reservation, as far as
+// rate.Reservation.CancelAt can: tokens booked by later requests stay
+// spent.
+func (l *localBuckets) refund(now time.Time, r *reservation) {
+	if len(r.prev) != 1 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.held[&r.prev[0]]
+	if !ok {
+		return
+	}
+	delete(l.held, &r.prev[0])
+	cancelParts(now, h.parts)
+}
+
+// cancelParts cancels reservation parts, latest first, each at its own
+// time or later, so a paused bucket's clock never moves back.
+func cancelParts(now time.Time, parts []heldPart) {
+	for i := len(parts) - 1; i >= 0; i-- {
+		parts[i].r.CancelAt(later(now, parts[i].at))
+	}
+}
+
+// pause holds the buckets bs shut until now+d; afterwards each lets one
+// request of cost 1 go, then refills from empty, as gcraPause does.
+func (l *localBuckets) pause(now time.Time, bs []bucket, d time.Duration, share float64) {
+	until := now.Add(max(d, 0))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range bs {
+		e := l.get(now, &bs[i], share)
+		if !until.After(e.pausedUntil) {
+			continue
+		}
+		// A limiter already booked beyond until holds at least as long;
+		// otherwise a fresh one, empty but for one token at until.
+		if e.lim.TokensAt(until) >= 1 {
+			lim, burst := sized(&bs[i], share)
+			fresh := rate.NewLimiter(lim, burst)
+			fresh.ReserveN(until, burst-1)
+			e.lim = fresh
+		}
+		e.pausedUntil = until
+	}
+}
+
+// takeDebts returns a copy of bs with each bucket's cost raised by what
+// this replica spent locally and has not yet earned back (capped at the
+// rule's burst), or nil when nothing is owed; and it removes those buckets'
+// limiters, returned as debts, so that the debt is booked in Redis once.
+func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) {
+	if l.n.Load() == 0 {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []bucket
+	var debts []debt
+	for i := range bs {
+		e := l.m[bs[i].key]
+		if e == nil {
+			continue
+		}
+		delete(l.m, bs[i].key)
+		l.n.Store(int64(len(l.m)))
+		debts = append(debts, debt{bs[i].key, e})
+		at := later(now, e.pausedUntil)
+		spent := float64(e.lim.Burst()) - e.lim.TokensAt(at)
+		spent += float64(e.lim.Limit()) * at.Sub(now).Seconds() // a pause not yet over
+		owed := int64(math.Ceil(spent - 1e-9))
+		if owed <= 0 {
+			continue
+		}
+		if out == nil {
+			out = append([]bucket(nil), bs...)
+		}
+		out[i].cost = min(satAdd(out[i].cost, owed), out[i].burst)
+	}
+	return out, debts
+}
+
+// restoreDebts puts back limiters taken by takeDebts when Redis failed
+// to book them, unless the key has a limiter again.
+func (l *localBuckets) restoreDebts(debts []debt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range debts {
+		if _, ok := l.m[d.key]; !ok {
+			l.m[d.key] = d.b
+		}
+	}
+	l.n.Store(int64(len(l.m)))
+}
+
+// maybeSweep drops limiters that are full again (equal to new ones) and
+// held reservations whose departure has passed, when the map has doubled
+// or a sweep is due. l.mu must be held.
+func (l *localBuckets) maybeSweep(now time.Time) {
+	size := len(l.m) + len(l.held)
+	if size < l.sweepSize && (now.Sub(l.sweptAt) < sweepEvery || size == 0) {
+		return
+	}
+	for k, e := range l.m {
+		if !now.Before(e.pausedUntil) && e.lim.TokensAt(now) >= float64(e.lim.Burst()) {
+			delete(l.m, k)
+		}
+	}
+	for k, h := range l.held {
+		if !now.Before(h.depart) {
+			delete(l.held, k)
+		}
+	}
+	// Go maps do not shrink: copy what is left.
+	m := make(map[string]*localBucket, len(l.m))
+	for k, e := range l.m {
+		m[k] = e
+	}
+	held := make(map[*int64]heldLocal, len(l.held))
+	for k, h := range l.held {
+		held[k] = h
+	}
+	l.m, l.held = m, held
+	l.n.Store(int64(len(l.m)))
+	l.sweepSize = max(2*(len(m)+len(held)), sweepMinSize)
+	l.sweptAt = now
+}
+
+// len returns the number of limiters and held reservations, for tests.
+func (l *localBuckets) len() (limiters, held int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m), len(l.held)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
