@@ -1,0 +1,86 @@
+package throttle
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Heartbeat defaults. A replica beats at most once per interval, and only
+// while it makes requests: an idle replica drops out of the count after the
+// TTL, which is what its peers want, since it spends none of the quota.
+const (
+	heartbeatEvery = time.Second
+	// heartbeatTTL is three intervals, so that one slow or lost beat does
+	// not make a busy replica vanish from its peers' count.
+	heartbeatTTL = 3 * heartbeatEvery
+)
+
+var (
+	//go:embed heartbeat.lua
+	heartbeatSrc    string
+	heartbeatScript = redis.NewScript(heartbeatSrc)
+)
+
+// heartbeat registers this replica in its namespace's replica set and
+// remembers how many replicas were alive at the last beat. It is safe for
+// concurrent use: due hands each beat to exactly one caller.
+type heartbeat struct {
+	key   string // "throttle:{ns}:replicas"
+	id    string // random, 64 bits, hex
+	every time.Duration
+	ttl   time.Duration
+
+	next atomic.Int64 // Unix ns (local clock) from which the next beat is due
+	live atomic.Int64 // replicas alive at the last beat; 0 before the first
+}
+
+// newHeartbeat returns the heartbeat of a new replica under prefix
+// ("throttle:{ns}:").
+func newHeartbeat(prefix string) *heartbeat {
+	var b [8]byte
+	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
+	_, _ = rand.Read(b[:])
+	return &heartbeat{key: prefix + "replicas", id: hex.EncodeToString(b[:]), every: heartbeatEvery, ttl: heartbeatTTL}
+}
+
+// due reports whether the caller should beat now; it returns true to one
+// caller per interval.
+func (h *heartbeat) due(now time.Time) bool {
+	next := h.next.Load()
+	t := now.UnixNano()
+	return t >= next && h.next.CompareAndSwap(next, t+int64(h.every))
+}
+
+// args returns the ARGV of heartbeat.lua after now: the id and the TTL in µs.
+func (h *heartbeat) args() (id string, ttlMicros int64) {
+	return h.id, micros(h.ttl)
+}
+
+// beat runs heartbeat.lua on its own (now is "" for Redis's TIME) and
+// records the count.
+func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int64, error) {
+	id, ttl := h.args()
+	n, err := heartbeatScript.Run(ctx, rdb, []string{h.key}, now, id, ttl).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("throttle: redis heartbeat: %w", err)
+	}
+	h.record(n)
+	return n, nil
+}
+
+// record remembers a count of live replicas returned by Redis.
+func (h *heartbeat) record(n int64) {
+	if n > 0 {
+		h.live.Store(n)
+	}
+}
+
+// size returns the live replicas at the last beat, or 0 before the first.
+func (h *heartbeat) size() int64 { return h.live.Load() }
