@@ -1,0 +1,459 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fakeclock"
+)
+
+var errFlaky = errors.New("flaky: connection refused")
+
+// flakyStore is a store whose health the test controls: healthy, it
+// delegates to a localStore (and records each call's costs); failing, it
+// returns errFlaky; stalled, it blocks until the call's context ends (or,
+// with ignoreCtx, until the test unstalls it), like a SIGSTOPped Redis.
+type flakyStore struct {
+	inner *localStore
+
+	mu        sync.Mutex
+	failing   bool
+	stall     chan struct{} // non-nil: calls block until it is closed
+	ignoreCtx bool
+	calls     int
+	costs     [][]int64
+}
+
+func (s *flakyStore) state() (bool, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	return s.failing, s.stall, s.ignoreCtx
+}
+
+func (s *flakyStore) wait(ctx context.Context) error {
+	failing, stall, ignoreCtx := s.state()
+	if stall != nil {
+		if ignoreCtx {
+			<-stall
+			return errFlaky
+		}
+		select {
+		case <-stall:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if failing {
+		return errFlaky
+	}
+	return nil
+}
+
+func (s *flakyStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	if err := s.wait(ctx); err != nil {
+		return reservation{}, err
+	}
+	costs := make([]int64, len(bs))
+	for i := range bs {
+		costs[i] = bs[i].cost
+	}
+	s.mu.Lock()
+	s.costs = append(s.costs, costs)
+	s.mu.Unlock()
+	return s.inner.reserve(ctx, bs, maxWait)
+}
+
+func (s *flakyStore) refund(ctx context.Context, r *reservation) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.inner.refund(ctx, r)
+}
+
+func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.inner.pause(ctx, bs, d)
+}
+
+func (s *flakyStore) set(failing bool) {
+	s.mu.Lock()
+	s.failing = failing
+	s.mu.Unlock()
+}
+
+func (s *flakyStore) callCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+var fbEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fbBucket is a bucket of 100/s (interval 10 ms), burst 8.
+func fbBucket(key string) bucket {
+	return bucket{key: key, rule: key, interval: 10 * time.Millisecond, burst: 8, cost: 1}
+}
+
+type fbHarness struct {
+	clk     *fakeclock.Clock
+	primary *flakyStore
+	f       *fallbackStore
+	changes chan ModeChange
+}
+
+func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarness {
+	t.Helper()
+	h := &fbHarness{clk: fakeclock.New(fbEpoch), changes: make(chan ModeChange, 16)}
+	h.primary = &flakyStore{inner: newLocalStore(h.clk)}
+	os.onChange = func(c ModeChange) { h.changes <- c }
+	h.f = newFallbackStore(h.primary, os, h.clk, fleet, false)
+	return h
+}
+
+func (h *fbHarness) reserve(t *testing.T, bs ...bucket) reservation {
+	t.Helper()
+	r, err := h.f.reserve(context.Background(), bs, time.Hour)
+	if err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	return r
+}
+
+func (h *fbHarness) change(t *testing.T) ModeChange {
+	t.Helper()
+	select {
+	case c := <-h.changes:
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no mode change reported")
+		return ModeChange{}
+	}
+}
+
+func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), nil)
+	b := fbBucket("a")
+	if r := h.reserve(t, b); !r.ok || h.f.mode() != ModeShared {
+		t.Fatalf("healthy: ok=%v mode=%v, want shared", r.ok, h.f.mode())
+	}
+
+	h.primary.set(true)
+	// The request that meets the failure is served locally at once.
+	if r := h.reserve(t, b); !r.ok || r.wait != 0 {
+		t.Fatalf("first failing request: %+v, want ok at once from the local bucket", r)
+	}
+	c := h.change(t)
+	if c.From != ModeShared || c.To != ModeFallback || !errors.Is(c.Err, errFlaky) || !c.At.Equal(fbEpoch) {
+		t.Fatalf("change = %+v, want shared → fallback at %v caused by errFlaky", c, fbEpoch)
+	}
+	calls := h.primary.callCount()
+	h.reserve(t, b)
+	h.clk.Advance(probeEvery - time.Millisecond)
+	h.reserve(t, b)
+	if got := h.primary.callCount(); got != calls {
+		t.Fatalf("open breaker called Redis %d times before the probe interval", got-calls)
+	}
+
+	h.clk.Advance(time.Millisecond)
+	h.reserve(t, b) // the probe, failing
+	if got := h.primary.callCount(); got != calls+1 {
+		t.Fatalf("calls after probe interval = %d, want 1 probe", got-calls)
+	}
+	h.reserve(t, b) // no second probe within the interval
+	if got := h.primary.callCount(); got != calls+1 {
+		t.Fatalf("a failed probe was followed by another within the interval")
+	}
+
+	h.primary.set(false)
+	h.clk.Advance(probeEvery)
+	h.reserve(t, b)
+	if h.f.mode() != ModeShared {
+		t.Fatalf("mode after a successful probe = %v, want shared", h.f.mode())
+	}
+	if c := h.change(t); c.From != ModeFallback || c.To != ModeShared || c.Err != nil {
+		t.Fatalf("change = %+v, want fallback → shared", c)
+	}
+}
+
+func TestFallbackOutageModes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		check func(t *testing.T, r reservation, err error)
+	}{
+		{"fallback", ModeFallback, func(t *testing.T, r reservation, err error) {
+			if err != nil || !r.ok {
+				t.Fatalf("got %+v, %v; want a local booking", r, err)
+			}
+		}},
+		{"fail open", ModeFailOpen, func(t *testing.T, r reservation, err error) {
+			if err != nil || !r.ok || r.wait != 0 {
+				t.Fatalf("got %+v, %v; want ok at once", r, err)
+			}
+		}},
+		{"fail closed", ModeFailClosed, func(t *testing.T, r reservation, err error) {
+			if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errFlaky) {
+				t.Fatalf("got %v, want ErrStoreUnavailable wrapping the cause", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os := defaultOutageSettings()
+			os.mode = tc.mode
+			h := newFBHarness(t, os, nil)
+			h.primary.set(true)
+			b := fbBucket("a")
+			// The failing call and the calls with the breaker open behave
+			// alike; fail open never runs out of a burst.
+			for range 20 {
+				r, err := h.f.reserve(context.Background(), []bucket{b}, 0)
+				if tc.mode == ModeFallback && err == nil && !r.ok {
+					break // the local burst is spent; not a failure
+				}
+				tc.check(t, r, err)
+			}
+			if got := h.f.mode(); got != tc.mode {
+				t.Fatalf("mode = %v, want %v", got, tc.mode)
+			}
+			if c := h.change(t); c.To != tc.mode {
+				t.Fatalf("change = %+v, want to %v", c, tc.mode)
+			}
+		})
+	}
+}
+
+func TestFallbackShare(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		share     float64
+		fleet     int64 // the heartbeat's count; 0: none seen
+		wantBurst int   // of a rule with burst 8
+		wantGap   time.Duration
+	}{
+		{"no heartbeat yet: assumed fleet", 0, 0, 1, 10 * time.Millisecond * DefaultFleetSize},
+		{"counted fleet of 4", 0, 4, 2, 40 * time.Millisecond},
+		{"counted fleet of 1", 0, 1, 8, 10 * time.Millisecond},
+		{"explicit share wins", 0.5, 4, 4, 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os := defaultOutageSettings()
+			os.share = tc.share
+			h := newFBHarness(t, os, func() int64 { return tc.fleet })
+			h.primary.set(true)
+			b := fbBucket("a")
+			for i := range tc.wantBurst {
+				if r := h.reserve(t, b); r.wait != 0 {
+					t.Fatalf("request %d of the local burst waits %v", i, r.wait)
+				}
+			}
+			r := h.reserve(t, b)
+			if d := r.wait - tc.wantGap; d < -time.Microsecond || d > time.Microsecond {
+				t.Fatalf("first request past the burst waits %v, want %v", r.wait, tc.wantGap)
+			}
+		})
+	}
+}
+
+func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 2 })
+	b := fbBucket("a")
+	h.primary.set(true)
+	h.reserve(t, b)
+	h.reserve(t, b) // 2 of the local burst of 4 spent
+	h.primary.set(false)
+	h.clk.Advance(probeEvery)
+	if r := h.reserve(t, b); !r.ok || h.f.mode() != ModeShared {
+		t.Fatalf("probe: %+v, mode %v", r, h.f.mode())
+	}
+	h.reserve(t, b)
+	h.primary.mu.Lock()
+	costs := h.primary.costs
+	h.primary.mu.Unlock()
+	// The local bucket refilled for 250 ms at 50/s: 12.5 tokens, more than
+	// the 2 spent, so nothing is owed... unless the spending is recent.
+	if len(costs) != 2 || costs[1][0] != 1 {
+		t.Fatalf("costs booked in Redis = %v", costs)
+	}
+
+	// Spend the whole local burst and return at once: the debt is booked
+	// with the first shared request, once.
+	h2 := newFBHarness(t, defaultOutageSettings(), func() int64 { return 2 })
+	h2.primary.set(true)
+	for range 4 {
+		h2.reserve(t, b)
+	}
+	h2.primary.set(false)
+	h2.f.brk.mu.Lock()
+	h2.f.brk.nextProbe = h2.clk.Now()
+	h2.f.brk.mu.Unlock()
+	h2.reserve(t, b)
+	h2.reserve(t, b)
+	h2.primary.mu.Lock()
+	costs = h2.primary.costs
+	h2.primary.mu.Unlock()
+	if len(costs) != 2 || costs[0][0] != 1+4 || costs[1][0] != 1 {
+		t.Fatalf("costs booked in Redis = %v, want [[5] [1]]: the local burst of 4 once", costs)
+	}
+	if n, _ := h2.f.local.len(); n != 0 {
+		t.Fatalf("%d local limiters left after return", n)
+	}
+}
+
+func TestFallbackLocalRefundAndPause(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 1 })
+	h.primary.set(true)
+	b := fbBucket("a")
+	for range 8 {
+		h.reserve(t, b)
+	}
+	r := h.reserve(t, b)
+	if r.wait != 10*time.Millisecond {
+		t.Fatalf("wait = %v, want 10ms", r.wait)
+	}
+	if err := h.f.refund(context.Background(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r2 := h.reserve(t, b); r2.wait != 10*time.Millisecond {
+		t.Fatalf("after refund, wait = %v, want the refunded 10ms slot", r2.wait)
+	}
+
+	if err := h.f.pause(context.Background(), []bucket{b}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.reserve(t, b); r.wait != time.Second {
+		t.Fatalf("after a 1s pause, wait = %v, want 1s", r.wait)
+	}
+	if r := h.reserve(t, b); r.wait != time.Second+10*time.Millisecond {
+		t.Fatalf("second after the pause waits %v, want 1.01s (refill from empty)", r.wait)
+	}
+}
+
+func TestFallbackAllOrNothingAndCost(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+	h.primary.set(true)
+	a, b := fbBucket("a"), fbBucket("b")
+	b.interval, b.burst = time.Second, 1 // share 1/4: burst 1, one token per 4s
+	if _, err := h.f.reserve(context.Background(), []bucket{a, b}, 0); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := h.f.reserve(context.Background(), []bucket{a, b}, time.Second)
+	if r.ok || r.limiter != 1 {
+		t.Fatalf("got %+v, want refused by bucket b", r)
+	}
+	// Refused: a's tokens went back, so a's local burst (2) has one left.
+	if r := h.reserve(t, a); r.wait != 0 {
+		t.Fatalf("a after a refused request waits %v, want 0", r.wait)
+	}
+	// A cost above the local burst (2) is booked in parts.
+	big := fbBucket("c")
+	big.cost = 8
+	if r := h.reserve(t, big); r.wait != 240*time.Millisecond {
+		t.Fatalf("cost 8 at 25/s with burst 2 waits %v, want 240ms", r.wait)
+	}
+}
+
+func TestFallbackSweepsIdleLimiters(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 1 })
+	h.primary.set(true)
+	for i := range 3 {
+		h.reserve(t, fbBucket(string(rune('a'+i))))
+	}
+	h.clk.Advance(sweepEvery)
+	h.reserve(t, fbBucket("z"))
+	if n, _ := h.f.local.len(); n != 1 {
+		t.Fatalf("%d limiters after a sweep, want 1 (the idle ones dropped)", n)
+	}
+}
+
+func TestFallbackCallerCancelDoesNotTrip(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), nil)
+	h.primary.mu.Lock()
+	h.primary.stall = make(chan struct{})
+	h.primary.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.f.reserve(ctx, []bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if h.f.mode() != ModeShared {
+		t.Fatalf("mode = %v after the caller gave up, want shared", h.f.mode())
+	}
+}
+
+func TestFallbackTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		guard     bool
+		ignoreCtx bool
+	}{
+		{"client honours deadlines", false, false},
+		{"guarded client ignoring deadlines", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := fakeclock.New(fbEpoch)
+			stall := make(chan struct{})
+			primary := &flakyStore{inner: newLocalStore(clk), stall: stall, ignoreCtx: tc.ignoreCtx}
+			t.Cleanup(func() { close(stall) })
+			os := defaultOutageSettings()
+			os.timeout = 20 * time.Millisecond
+			f := newFallbackStore(primary, os, clk, nil, tc.guard)
+			start := time.Now()
+			r, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour)
+			took := time.Since(start)
+			if err != nil || !r.ok {
+				t.Fatalf("got %+v, %v; want a local booking", r, err)
+			}
+			// Generous: the machine is shared. The fault tests measure the
+			// real bound against a stalled redis-server.
+			if took > os.timeout+500*time.Millisecond {
+				t.Fatalf("a stalled store held the request %v (timeout %v)", took, os.timeout)
+			}
+			if f.mode() != ModeFallback {
+				t.Fatalf("mode = %v, want fallback", f.mode())
+			}
+			f.brk.mu.Lock()
+			cause := f.brk.cause
+			f.brk.mu.Unlock()
+			if !errors.Is(cause, errRedisTimeout) {
+				t.Fatalf("cause = %v, want errRedisTimeout", cause)
+			}
+		})
+	}
+}
+
+func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
+	clk := fakeclock.New(fbEpoch)
+	primary := &flakyStore{inner: newLocalStore(clk), failing: true}
+	got := make(chan Mode, 1)
+	var f *fallbackStore
+	os := defaultOutageSettings()
+	os.onChange = func(c ModeChange) {
+		// Would deadlock if called under the breaker's lock.
+		got <- f.mode()
+	}
+	f = newFallbackStore(primary, os, clk, nil, false)
+	if _, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if m != ModeFallback {
+			t.Fatalf("mode read in the callback = %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("callback never ran (deadlock?)")
+	}
+}
+
+func TestTransportModeWithoutRedis(t *testing.T) {
+	tr := NewTransport(nil)
+	if m := tr.Mode(); m != ModeLocal {
+		t.Fatalf("Mode() = %v, want local", m)
+	}
+}
