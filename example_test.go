@@ -1,0 +1,157 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/throttlekit/throttle"
+)
+
+// newServer returns a test server answering 200 "ok" to every request.
+func newServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok")
+	}))
+}
+
+// get sends a GET with the given API key and describes the outcome.
+func get(client *http.Client, url, apiKey string) string {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err.Error()
+	}
+	if apiKey != "" {
+		req.Header.Set("X-Api-Key", apiKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		var we *throttle.WaitError
+		if errors.As(err, &we) {
+			return fmt.Sprintf("rejected by rule %q: %v", we.Rule, we.Err)
+		}
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	return resp.Status
+}
+
+func ExampleNewTransport() {
+	srv := newServer()
+	defer srv.Close()
+
+	// At most 100 requests a second, 10 at once; excess requests wait for
+	// their slot instead of failing.
+	client := &http.Client{Transport: throttle.NewTransport(http.DefaultTransport,
+		throttle.WithRules(throttle.Rule{
+			Name:  "stripe-global",
+			Limit: throttle.Limit{Rate: 100, Period: time.Second, Burst: 10},
+		}),
+	)}
+	for range 3 {
+		fmt.Println(get(client, srv.URL, ""))
+	}
+	// Output:
+	// 200 OK
+	// 200 OK
+	// 200 OK
+}
+
+func ExampleRule_partition() {
+	srv := newServer()
+	defer srv.Close()
+
+	// One request per minute per API key. The keys are hashed: they never
+	// appear raw in memory or in Redis. WithMaxWait(0) rejects instead of
+	// waiting, to show which requests would have had to wait.
+	client := &http.Client{Transport: throttle.NewTransport(nil,
+		throttle.WithMaxWait(0),
+		throttle.WithRules(throttle.Rule{
+			Name:  "per-api-key",
+			Limit: throttle.Limit{Rate: 1, Period: time.Minute, Burst: 1},
+			Key:   throttle.KeyHeader("X-Api-Key"),
+		}),
+	)}
+	fmt.Println("key A:", get(client, srv.URL, "sk_test_A"))
+	fmt.Println("key B:", get(client, srv.URL, "sk_test_B"))
+	fmt.Println("key A:", get(client, srv.URL, "sk_test_A"))
+	// Output:
+	// key A: 200 OK
+	// key B: 200 OK
+	// key A: rejected by rule "per-api-key": throttle: slot lies beyond the maximum wait
+}
+
+func ExampleNew_invalidRule() {
+	_, err := throttle.New(nil, throttle.WithRules(throttle.Rule{
+		Name:  "twilio",
+		Limit: throttle.Limit{Rate: 1, Period: time.Second}, // no Burst
+	}))
+	var re *throttle.RuleError
+	if errors.As(err, &re) {
+		fmt.Println("rule:", re.Rule, "field:", re.Field)
+	}
+	fmt.Println(err)
+	// Output:
+	// rule: twilio field: Limit.Burst
+	// throttle: rule "twilio": Limit.Burst: must be >= 1, got 0
+}
+
+func ExampleWaitError() {
+	srv := newServer()
+	defer srv.Close()
+
+	// One request an hour; WithHeadroom(0) runs the rule at exactly that.
+	client := &http.Client{Transport: throttle.NewTransport(nil,
+		throttle.WithHeadroom(0),
+		throttle.WithRules(throttle.Rule{
+			Name:  "hourly",
+			Limit: throttle.Limit{Rate: 1, Period: time.Hour, Burst: 1},
+		}),
+	)}
+	fmt.Println(get(client, srv.URL, ""))
+
+	// The next slot is an hour away, beyond this request's deadline: it
+	// fails at once, without sleeping and without taking the slot.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	_, err := client.Do(req)
+	var we *throttle.WaitError
+	if errors.As(err, &we) {
+		fmt.Println("rule:", we.Rule)
+		fmt.Println("would wait about:", we.Wait.Round(time.Minute))
+		fmt.Println("beyond deadline:", errors.Is(err, throttle.ErrBeyondDeadline))
+		fmt.Println("deadline exceeded:", errors.Is(err, context.DeadlineExceeded))
+	}
+	// Output:
+	// 200 OK
+	// rule: hourly
+	// would wait about: 1h0m0s
+	// beyond deadline: true
+	// deadline exceeded: true
+}
+
+func ExampleLeakyBucket() {
+	// Ten requests a second, three at once.
+	b, err := throttle.NewLeakyBucket(throttle.Limit{Rate: 10, Period: time.Second, Burst: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 4 {
+		fmt.Printf("request %d allowed: %v\n", i+1, b.AllowN(now, 1))
+	}
+	// ReserveN books the next slot and says how long to wait for it.
+	wait, ok := b.ReserveN(now, 1, time.Second)
+	fmt.Println("reserved:", ok, "wait:", wait)
+	// Output:
+	// request 1 allowed: true
+	// request 2 allowed: true
+	// request 3 allowed: true
+	// request 4 allowed: false
+	// reserved: true wait: 100ms
+}
