@@ -1,0 +1,443 @@
+package throttle
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts run with EVALSHA, falling back to EVAL when Redis answers
+// NOSCRIPT (its script cache was flushed, or it restarted), so they never
+// need loading up front.
+var (
+	//go:embed reserve.lua
+	reserveSrc    string
+	reserveScript = redis.NewScript(reserveSrc)
+
+	//go:embed refund.lua
+	refundSrc    string
+	refundScript = redis.NewScript(refundSrc)
+
+	//go:embed pause.lua
+	pauseSrc    string
+	pauseScript = redis.NewScript(pauseSrc)
+)
+
+// errRedisReply reports a script reply of an unexpected shape: a Redis (or
+// proxy) that does not run our scripts as written. Nothing is booked.
+var errRedisReply = errors.New("throttle: unexpected reply from Redis")
+
+// maxSpanMicros bounds every span the scripts add to a time: a rule's
+// interval times its burst, a wait, a pause. Times are Unix microseconds
+// (about 2^50.6 today) held in Lua doubles, exact below 2^53; with each
+// span at most 2^49 µs (17.8 years) no sum the scripts form reaches 2^53.
+const maxSpanMicros = 1 << 49
+
+// maxSplitRounds bounds the rebooking rounds of a request whose buckets
+// live under several hash tags (see reserveSplit).
+const maxSplitRounds = 8
+
+// redisStore keeps buckets in Redis, shared by every Transport using the
+// same Redis and namespace. A bucket is one string key holding its TAT in
+// Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
+// localStore. It is safe for concurrent use (go-redis clients are).
+type redisStore struct {
+	rdb redis.UniversalClient
+	ns  string
+	// prefix is "throttle:{ns}:": the start of every key under the
+	// namespace's hash tag.
+	prefix string
+	// tagPerKey puts a partitioned bucket's hash into its hash tag
+	// (WithHashTagPerKey); split is set when that can put the buckets of one
+	// request in different Cluster slots, so a request may need one call per
+	// tag.
+	tagPerKey, split bool
+
+	// timeout bounds each Redis call on top of the caller's context; 0
+	// means the context alone. It is meant for the fallback options.
+	timeout time.Duration
+	// nowMicros, when set (tests only), is passed to the scripts as now
+	// instead of Redis's TIME.
+	nowMicros func() int64
+}
+
+func newRedisStore(st redisSettings) *redisStore {
+	_, cluster := st.rdb.(*redis.ClusterClient)
+	return &redisStore{
+		rdb:       st.rdb,
+		ns:        st.namespace,
+		prefix:    "throttle:{" + st.namespace + "}:",
+		tagPerKey: st.tagPerKey,
+		split:     st.tagPerKey && cluster,
+	}
+}
+
+// checkRedisRules rejects rules the Redis store cannot run exactly: an
+// interval under its one-microsecond resolution, or a bucket spanning more
+// than maxSpanMicros.
+func checkRedisRules(rules []Rule, headroom float64) error {
+	crs, err := compileRules(rules, headroom)
+	if err != nil {
+		return err
+	}
+	for _, c := range crs {
+		if c.interval < time.Microsecond {
+			return &RuleError{Rule: c.Name, Field: "Limit.Rate", Reason: fmt.Sprintf(
+				"%d per %v is more than one per microsecond, the resolution of the Redis store", c.Limit.Rate, c.Limit.Period)}
+		}
+		if micros(c.interval) > maxSpanMicros/c.burst {
+			return &RuleError{Rule: c.Name, Field: "Limit.Period", Reason: fmt.Sprintf(
+				"a bucket of %d × %v spans more than the Redis store's %v", c.burst, c.interval, time.Duration(maxSpanMicros)*time.Microsecond)}
+		}
+	}
+	return nil
+}
+
+// micros converts d to microseconds, rounding up: an interval is never
+// shortened, so the Redis store is never faster than the rule.
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return us
+}
+
+// spanMicros converts a wait or pause to microseconds within [0,
+// maxSpanMicros], rounding up when up is set (a pause is never shortened)
+// and down otherwise (a maximum wait is never lengthened).
+func spanMicros(d time.Duration, up bool) int64 {
+	if d <= 0 {
+		return 0
+	}
+	us := int64(d / time.Microsecond)
+	if up && d%time.Microsecond > 0 {
+		us++
+	}
+	return min(us, maxSpanMicros)
+}
+
+// key returns the Redis key of bucket b.
+func (s *redisStore) key(b *bucket) string {
+	if s.tagPerKey {
+		if hash, ok := partitionHash(b); ok {
+			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.rule
+		}
+	}
+	return s.prefix + b.key
+}
+
+// partitionHash returns the hashed partition key of b, if its rule has a
+// Key: bucket keys are the rule's name, then ':' and the hash
+// (compiledRule.bucketKey).
+func partitionHash(b *bucket) (string, bool) {
+	hash, ok := strings.CutPrefix(b.key, b.rule)
+	if !ok || len(hash) < 2 || hash[0] != ':' {
+		return "", false
+	}
+	return hash[1:], true
+}
+
+// tag returns the hash tag of bucket b's key: buckets with equal tags live
+// in the same Cluster slot.
+func (s *redisStore) tag(b *bucket) string {
+	if s.tagPerKey {
+		if hash, ok := partitionHash(b); ok {
+			return hash
+		}
+	}
+	return ""
+}
+
+// call derives the context of one Redis call.
+func (s *redisStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// nowArg is the scripts' now argument: "" makes them read Redis's TIME.
+func (s *redisStore) nowArg() any {
+	if s.nowMicros == nil {
+		return ""
+	}
+	return s.nowMicros()
+}
+
+func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	if len(bs) == 0 {
+		return reservation{ok: true}, nil
+	}
+	if s.split {
+		if groups := s.groups(bs); len(groups) > 1 {
+			return s.reserveSplit(ctx, bs, groups, maxWait)
+		}
+	}
+	keys := make([]string, len(bs))
+	for i := range bs {
+		keys[i] = s.key(&bs[i])
+	}
+	tats := make([]int64, 2*len(bs))
+	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
+	ok, wait, limiter, err := s.reserveGroup(ctx, bs, keys, 0, spanMicros(maxWait, false), r.prev, r.booked)
+	if err != nil {
+		return reservation{}, err
+	}
+	r.ok, r.wait, r.limiter = ok, time.Duration(wait)*time.Microsecond, limiter
+	if !ok {
+		r.prev, r.booked = nil, nil
+	}
+	return r, nil
+}
+
+// reserveGroup runs reserve.lua for buckets bs under keys, departing no
+// earlier than floor µs from Redis's now. When booked it fills prev and
+// booked with the buckets' TATs. limiter indexes bs.
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, keys []string, floor, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
+	args := make([]any, 3, 3+3*len(bs))
+	args[0], args[1], args[2] = s.nowArg(), maxWait, floor
+	for i := range bs {
+		args = append(args, micros(bs[i].interval), bs[i].burst, bs[i].cost)
+	}
+	cctx, cancel := s.call(ctx)
+	v, err := reserveScript.Run(cctx, s.rdb, keys, args...).Result()
+	cancel()
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
+	}
+	reply, isSlice := v.([]any)
+	if !isSlice || len(reply) < 3 {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %T of length %d", errRedisReply, v, len(reply))
+	}
+	okFlag, ok1 := reply[0].(int64)
+	wait, ok2 := reply[1].(int64)
+	lim, ok3 := reply[2].(int64)
+	if !ok1 || !ok2 || !ok3 || lim < 0 || lim >= int64(len(bs)) || wait < 0 {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %v", errRedisReply, reply[:3])
+	}
+	if okFlag == 0 {
+		return false, wait, int(lim), nil
+	}
+	if len(reply) != 3+2*len(bs) {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %d values for %d buckets", errRedisReply, len(reply), len(bs))
+	}
+	for i := range bs {
+		p, okP := reply[3+2*i].(int64)
+		b, okB := reply[4+2*i].(int64)
+		if !okP || !okB {
+			return false, 0, 0, fmt.Errorf("%w: reserve returned TATs %v, %v", errRedisReply, reply[3+2*i], reply[4+2*i])
+		}
+		prev[i], booked[i] = p, b
+	}
+	return true, wait, int(lim), nil
+}
+
+func (s *redisStore) refund(ctx context.Context, r *reservation) error {
+	if !r.ok || len(r.buckets) == 0 {
+		return nil
+	}
+	if s.split {
+		if groups := s.groups(r.buckets); len(groups) > 1 {
+			var errs []error
+			for _, g := range groups {
+				errs = append(errs, s.refundGroup(ctx, r, g))
+			}
+			return errors.Join(errs...)
+		}
+	}
+	return s.refundGroup(ctx, r, nil)
+}
+
+// refundGroup runs refund.lua for the buckets of r at indices idx, or all of
+// them when idx is nil.
+func (s *redisStore) refundGroup(ctx context.Context, r *reservation, idx []int) error {
+	n := len(r.buckets)
+	if idx != nil {
+		n = len(idx)
+	}
+	keys := make([]string, 0, n)
+	args := make([]any, 1, 1+2*n)
+	args[0] = s.nowArg()
+	for j := range n {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		keys = append(keys, s.key(&r.buckets[i]))
+		args = append(args, r.prev[i], r.booked[i])
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	if err := refundScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("throttle: redis refund: %w", err)
+	}
+	return nil
+}
+
+func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	if s.split {
+		if groups := s.groups(bs); len(groups) > 1 {
+			var errs []error
+			for _, g := range groups {
+				errs = append(errs, s.pauseGroup(ctx, bs, g, d))
+			}
+			return errors.Join(errs...)
+		}
+	}
+	return s.pauseGroup(ctx, bs, nil, d)
+}
+
+// pauseGroup runs pause.lua for the buckets of bs at indices idx, or all of
+// them when idx is nil.
+func (s *redisStore) pauseGroup(ctx context.Context, bs []bucket, idx []int, d time.Duration) error {
+	n := len(bs)
+	if idx != nil {
+		n = len(idx)
+	}
+	keys := make([]string, 0, n)
+	args := make([]any, 2, 2+2*n)
+	args[0], args[1] = s.nowArg(), spanMicros(d, true)
+	for j := range n {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		keys = append(keys, s.key(&bs[i]))
+		args = append(args, micros(bs[i].interval), bs[i].burst)
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	if err := pauseScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("throttle: redis pause: %w", err)
+	}
+	return nil
+}
+
+// groups returns the indices of bs grouped by hash tag, in order of first
+// appearance: each group can be booked by one script call on a Cluster.
+func (s *redisStore) groups(bs []bucket) [][]int {
+	var groups [][]int
+	var tags []string
+outer:
+	for i := range bs {
+		t := s.tag(&bs[i])
+		for g, gt := range tags {
+			if gt == t {
+				groups[g] = append(groups[g], i)
+				continue outer
+			}
+		}
+		tags = append(tags, t)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// errSplitUnsettled reports that the groups of a split request kept
+// pushing its departure later (heavy contention); nothing stays booked.
+var errSplitUnsettled = errors.New("throttle: redis reserve: buckets in different hash tags kept moving the departure")
+
+// reserveSplit books a request whose buckets live under several hash tags
+// (WithHashTagPerKey on a Cluster), one reserve.lua call per tag group,
+// keeping localStore's guarantee as far as separate calls allow:
+//
+//   - One departure: groups are booked in turn, each no earlier than the
+//     latest departure seen so far (the floor). When a group needs a later
+//     departure, the groups booked before it are refunded and booked again
+//     at the new floor, so every bucket is booked at the time the request
+//     actually departs (give or take the calls' round trips: waits are
+//     relative to each call's now).
+//   - All or nothing: when a group cannot be booked within maxWait, or a
+//     call fails, every group booked so far is refunded. A refund only
+//     restores a bucket whose slot is still its last one booked (see
+//     refund.lua); otherwise that slot stays spent: the fleet runs under
+//     the limit, never over.
+//   - Not isolated: between the calls, other requests see the bookings of
+//     the groups already made, and may wait behind a slot that is then
+//     refunded.
+func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
+	n := len(bs)
+	keys := make([]string, n)
+	for i := range bs {
+		keys[i] = s.key(&bs[i])
+	}
+	tats := make([]int64, 2*n)
+	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
+	maxUs := spanMicros(maxWait, false)
+	booked := make([]bool, len(groups))
+	var floor int64
+	limiter := 0
+	for round := 0; ; round++ {
+		if round == maxSplitRounds {
+			s.rollback(ctx, &r, groups, booked)
+			return reservation{}, fmt.Errorf("%w after %d rounds", errSplitUnsettled, round)
+		}
+		for g, idx := range groups {
+			if booked[g] {
+				continue
+			}
+			gb := make([]bucket, len(idx))
+			gk := make([]string, len(idx))
+			gt := make([]int64, 2*len(idx))
+			for j, i := range idx {
+				gb[j], gk[j] = bs[i], keys[i]
+			}
+			ok, wait, lim, err := s.reserveGroup(ctx, gb, gk, floor, maxUs, gt[:len(idx)], gt[len(idx):])
+			if err != nil {
+				s.rollback(ctx, &r, groups, booked)
+				return reservation{}, err
+			}
+			if !ok {
+				s.rollback(ctx, &r, groups, booked)
+				return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs}, nil
+			}
+			for j, i := range idx {
+				r.prev[i], r.booked[i] = gt[j], gt[len(idx)+j]
+			}
+			booked[g] = true
+			if wait > floor {
+				floor, limiter = wait, idx[lim]
+				// The groups booked so far depart earlier than this one:
+				// book them again at the new floor.
+				for h := range groups {
+					if h != g && booked[h] {
+						// A failed refund leaves the slot spent; the
+						// rebooking reports any outage.
+						_ = s.refundGroup(context.WithoutCancel(ctx), &r, groups[h])
+						booked[h] = false
+					}
+				}
+			}
+		}
+		settled := true
+		for _, b := range booked {
+			settled = settled && b
+		}
+		if settled {
+			break
+		}
+	}
+	r.ok, r.wait, r.limiter = true, time.Duration(floor)*time.Microsecond, limiter
+	return r, nil
+}
+
+// rollback refunds the groups of r marked booked. It runs even when ctx is
+// done: the slots must go back.
+func (s *redisStore) rollback(ctx context.Context, r *reservation, groups [][]int, booked []bool) {
+	for g, idx := range groups {
+		if booked[g] {
+			// A failed refund leaves the slot spent: the fleet runs under
+			// the limit, never over. The caller reports the first error.
+			_ = s.refundGroup(context.WithoutCancel(ctx), r, idx)
+		}
+	}
+}

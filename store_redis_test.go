@@ -1,0 +1,753 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// redisTestTimeout bounds every Redis call of these tests; generous because
+// the machine is shared.
+const redisTestTimeout = 20 * time.Second
+
+func redisCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), redisTestTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testNamespace gives each test its own namespace, so tests sharing a
+// server never share a bucket.
+func testNamespace(t testing.TB) string {
+	return strings.NewReplacer("/", "_", "{", "(", "}", ")", " ", "_").Replace(t.Name())
+}
+
+// decisionStep is one step of a sequence run through both stores.
+type decisionStep struct {
+	advance time.Duration // move the clock first
+	op      string        // "reserve", "refund" or "pause"
+	buckets []int         // indices into the case's buckets (reserve, pause)
+	costs   []int64       // per bucket; nil means 1 each
+	maxWait time.Duration // reserve
+	of      int           // refund: the step whose reservation to give back
+	pause   time.Duration // pause
+}
+
+// redisStoreAt returns a Redis store on rdb in namespace ns whose scripts
+// take now from clk instead of Redis's TIME.
+func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, opts ...func(*redisSettings)) *redisStore {
+	st := redisSettings{rdb: rdb, namespace: ns}
+	for _, o := range opts {
+		o(&st)
+	}
+	s := newRedisStore(st)
+	s.nowMicros = func() int64 { return clk.Now().UnixMicro() }
+	return s
+}
+
+// decisionCases are sequences whose decisions the Redis store must share
+// with localStore. Intervals are whole microseconds, so both agree exactly.
+var decisionCases = []struct {
+	name    string
+	buckets []bucket
+	steps   []decisionStep
+}{
+	{
+		name:    "burst then queue",
+		buckets: []bucket{{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 3}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+		},
+	},
+	{
+		name:    "steady state",
+		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 2}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{advance: 50 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{advance: 10 * time.Second, op: "reserve", buckets: []int{0}, maxWait: 0},
+			{op: "reserve", buckets: []int{0}, maxWait: 0},
+			{op: "reserve", buckets: []int{0}, maxWait: 0},
+		},
+	},
+	{
+		name:    "cost above one",
+		buckets: []bucket{{key: "a", rule: "a", interval: time.Millisecond, burst: 10}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, costs: []int64{7}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, costs: []int64{10}, maxWait: time.Second},
+			{advance: 3 * time.Millisecond, op: "reserve", buckets: []int{0}, costs: []int64{1}, maxWait: time.Second},
+		},
+	},
+	{
+		name: "multi-bucket all or nothing",
+		buckets: []bucket{
+			{key: "fast", rule: "fast", interval: time.Millisecond, burst: 5},
+			{key: "slow", rule: "slow", interval: time.Second, burst: 1},
+		},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0, 1}, maxWait: 2 * time.Second},
+			// slow needs a second: rejected, and fast books nothing.
+			{op: "reserve", buckets: []int{0, 1}, maxWait: 500 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, costs: []int64{4}, maxWait: 0},
+			// Booked in both at slow's departure.
+			{op: "reserve", buckets: []int{0, 1}, maxWait: 2 * time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second},
+		},
+	},
+	{
+		name:    "maxWait rejection books nothing",
+		buckets: []bucket{{key: "a", rule: "a", interval: 50 * time.Millisecond, burst: 1}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: 0},
+			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, maxWait: 50 * time.Millisecond},
+		},
+	},
+	{
+		name:    "refund of the last booking",
+		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "refund", of: 1},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+		},
+	},
+	{
+		name:    "refund with bookings behind",
+		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "refund", of: 1},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+		},
+	},
+	{
+		name: "refund of two buckets, one with a booking behind",
+		buckets: []bucket{
+			{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1},
+			{key: "b", rule: "b", interval: 100 * time.Millisecond, burst: 1},
+		},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+			{op: "refund", of: 0},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+		},
+	},
+	{
+		name: "pause",
+		buckets: []bucket{
+			{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 5},
+			{key: "b", rule: "b", interval: time.Millisecond, burst: 1},
+		},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "pause", buckets: []int{0, 1}, pause: 500 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+			// A shorter pause never shortens a longer one.
+			{op: "pause", buckets: []int{0}, pause: 10 * time.Millisecond},
+			{advance: 600 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: 0},
+			{op: "reserve", buckets: []int{0}, maxWait: 0},
+		},
+	},
+}
+
+// TestRedisStoreSameDecisionsAsLocal runs each sequence through localStore
+// (fake clock) and the Redis store (the same times passed as the scripts'
+// now) and requires the same ok, wait and limiter at every step.
+func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	for _, tc := range decisionCases {
+		t.Run(tc.name, func(t *testing.T) {
+			runDecisions(t, rdb, tc.buckets, tc.steps)
+		})
+	}
+}
+
+// runDecisions runs steps through a local and a Redis store on rdb and
+// compares them.
+func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, steps []decisionStep, opts ...func(*redisSettings)) {
+	t.Helper()
+	ctx := redisCtx(t)
+	start := time.Unix(1_700_000_000, 0)
+	lclk, rclk := fakeclock.New(start), fakeclock.New(start)
+	local := newLocalStore(lclk)
+	remote := redisStoreAt(rdb, testNamespace(t), rclk, opts...)
+	lres := make([]reservation, len(steps))
+	rres := make([]reservation, len(steps))
+	for i, st := range steps {
+		lclk.Advance(st.advance)
+		rclk.Advance(st.advance)
+		var bs []bucket
+		for j, bi := range st.buckets {
+			b := buckets[bi]
+			b.cost = 1
+			if st.costs != nil {
+				b.cost = st.costs[j]
+			}
+			bs = append(bs, b)
+		}
+		switch st.op {
+		case "reserve":
+			l, err := local.reserve(ctx, bs, st.maxWait)
+			if err != nil {
+				t.Fatalf("step %d: local reserve: %v", i, err)
+			}
+			r, err := remote.reserve(ctx, bs, st.maxWait)
+			if err != nil {
+				t.Fatalf("step %d: redis reserve: %v", i, err)
+			}
+			lres[i], rres[i] = l, r
+			if l.ok != r.ok || l.limiter != r.limiter || (l.wait-r.wait).Abs() > time.Microsecond {
+				t.Errorf("step %d: redis ok=%v wait=%v limiter=%d, local ok=%v wait=%v limiter=%d",
+					i, r.ok, r.wait, r.limiter, l.ok, l.wait, l.limiter)
+			}
+		case "refund":
+			if err := local.refund(ctx, &lres[st.of]); err != nil {
+				t.Fatalf("step %d: local refund: %v", i, err)
+			}
+			if err := remote.refund(ctx, &rres[st.of]); err != nil {
+				t.Fatalf("step %d: redis refund: %v", i, err)
+			}
+		case "pause":
+			if err := local.pause(ctx, bs, st.pause); err != nil {
+				t.Fatalf("step %d: local pause: %v", i, err)
+			}
+			if err := remote.pause(ctx, bs, st.pause); err != nil {
+				t.Fatalf("step %d: redis pause: %v", i, err)
+			}
+		default:
+			t.Fatalf("step %d: unknown op %q", i, st.op)
+		}
+	}
+}
+
+// TestRedisStoreRedisClock checks the path that production takes: no
+// explicit now, Redis's TIME decides.
+func TestRedisStoreRedisClock(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)})
+	ctx := redisCtx(t)
+	bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 2, cost: 1}}
+	for i, want := range []bool{true, true, false} {
+		r, err := s.reserve(ctx, bs, time.Minute)
+		if err != nil {
+			t.Fatalf("reserve %d: %v", i, err)
+		}
+		if r.ok != want {
+			t.Fatalf("reserve %d: ok = %v, want %v (wait %v)", i, r.ok, want, r.wait)
+		}
+		if !r.ok && (r.wait < 59*time.Minute || r.wait > time.Hour) {
+			t.Fatalf("reserve %d: wait %v, want just under an hour", i, r.wait)
+		}
+	}
+}
+
+// TestRedisKeysAndTTL checks the key layout, that idle keys expire once
+// their TAT has passed, and measures the memory of one idle bucket.
+func TestRedisKeysAndTTL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := redisCtx(t)
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"})
+	b := bucket{key: "stripe:" + hashKey("sk_live_secret"), rule: "stripe", interval: 200 * time.Millisecond, burst: 3, cost: 1}
+	if _, err := s.reserve(ctx, []bucket{b}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	key := "throttle:{ttl}:stripe:" + hashKey("sk_live_secret")
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != key {
+		t.Fatalf("keys = %q, want [%q]", keys, key)
+	}
+	if strings.Contains(keys[0], "sk_live") {
+		t.Fatalf("key %q holds the raw partition key", keys[0])
+	}
+	// TAT = now + 200ms after one request of a burst-3 bucket (an empty
+	// bucket books at now), plus one second of slack.
+	pttl, err := rdb.PTTL(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pttl <= 0 || pttl > 1200*time.Millisecond {
+		t.Fatalf("PTTL = %v, want in (0, 1.2s]", pttl)
+	}
+	mem, err := rdb.MemoryUsage(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MEMORY USAGE of one idle bucket key (%d-byte name): %d bytes", len(key), mem)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := rdb.Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s still exists 10s later", key)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRedisNamespaces checks that namespaces separate buckets and that an
+// invalid one is a configuration error naming it.
+func TestRedisNamespaces(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rule := Rule{Name: "r", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 1}}
+	newT := func(opts ...Option) *Transport {
+		return mustNew(t, okBase, append([]Option{WithRedis(rdb), WithRules(rule), WithMaxWait(0)}, opts...)...)
+	}
+	send := func(tr *Transport) error {
+		return roundTrip(tr, newReq(t, redisCtx(t), http.MethodGet, "http://example.com/"))
+	}
+	for name, tr := range map[string]*Transport{
+		"default":  newT(),
+		"prod":     newT(WithNamespace("prod")),
+		"staging":  newT(WithNamespace("staging")),
+		"reversed": mustNew(t, okBase, WithNamespace("reversed"), WithRules(rule), WithMaxWait(0), WithRedis(rdb)),
+	} {
+		if err := send(tr); err != nil {
+			t.Errorf("%s: first request: %v", name, err)
+		}
+	}
+	// The second request of the same namespace finds the bucket spent,
+	// whatever the order of the options.
+	if err := send(mustNew(t, okBase, WithRules(rule), WithMaxWait(0), WithNamespace("reversed"), WithRedis(rdb))); !errors.Is(err, ErrBeyondMaxWait) {
+		t.Errorf("second request in namespace reversed: %v, want ErrBeyondMaxWait", err)
+	}
+	keys, err := rdb.Keys(redisCtx(t), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 4 {
+		t.Errorf("keys = %q, want one per namespace", keys)
+	}
+
+	for _, ns := range []string{"", "a{b", "a}b"} {
+		_, err := New(okBase, WithRedis(rdb), WithNamespace(ns), WithRules(rule))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WithNamespace(%q)", ns)) {
+			t.Errorf("namespace %q: err = %v, want one naming it", ns, err)
+		}
+	}
+	if _, err := New(okBase, WithRedis(nil)); err == nil {
+		t.Errorf("WithRedis(nil) accepted")
+	}
+	// Options without a client keep the store local.
+	tr := mustNew(t, okBase, WithNamespace("x"), WithHashTagPerKey(), WithRules(rule))
+	if _, ok := tr.store.(*localStore); !ok {
+		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
+	}
+	rs, ok := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*redisStore)
+	if !ok || rs.prefix != "throttle:{"+DefaultNamespace+"}:" {
+		t.Errorf("default store %#v, want a redisStore with prefix throttle:{%s}:", rs, DefaultNamespace)
+	}
+}
+
+// TestRedisRejectsRulesBeyondResolution checks the rules the Redis store
+// refuses at construction.
+func TestRedisRejectsRulesBeyondResolution(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { _ = rdb.Close() })
+	for _, tc := range []struct {
+		name  string
+		limit Limit
+		field string
+	}{
+		{"sub-microsecond", Limit{Rate: 2_000_000, Period: time.Second, Burst: 1}, "Limit.Rate"},
+		{"span beyond 2^49 µs", Limit{Rate: 1, Period: 20 * 365 * 24 * time.Hour, Burst: 1}, "Limit.Period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(okBase, WithRedis(rdb), WithHeadroom(0), WithRules(Rule{Name: tc.name, Limit: tc.limit}))
+			var re *RuleError
+			if !errors.As(err, &re) || re.Rule != tc.name || re.Field != tc.field {
+				t.Fatalf("err = %v, want a RuleError for %q field %s", err, tc.name, tc.field)
+			}
+		})
+	}
+	// The same rules are fine locally.
+	if _, err := New(okBase, WithHeadroom(0), WithRules(Rule{Name: "fast", Limit: Limit{Rate: 2_000_000, Period: time.Second, Burst: 1}})); err != nil {
+		t.Fatalf("local: %v", err)
+	}
+}
+
+// TestRedisMicros checks the conversions to the scripts' microseconds.
+func TestRedisMicros(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d          time.Duration
+		iv, up, dn int64
+	}{
+		{0, 0, 0, 0},
+		{-time.Second, -1_000_000, 0, 0},
+		{time.Nanosecond, 1, 1, 0},
+		{time.Microsecond, 1, 1, 1},
+		{1001 * time.Nanosecond, 2, 2, 1},
+		{time.Duration(math.MaxInt64), math.MaxInt64/1000 + 1, maxSpanMicros, maxSpanMicros},
+	} {
+		if got := micros(tc.d); got != tc.iv {
+			t.Errorf("micros(%v) = %d, want %d", tc.d, got, tc.iv)
+		}
+		if got := spanMicros(tc.d, true); got != tc.up {
+			t.Errorf("spanMicros(%v, up) = %d, want %d", tc.d, got, tc.up)
+		}
+		if got := spanMicros(tc.d, false); got != tc.dn {
+			t.Errorf("spanMicros(%v, down) = %d, want %d", tc.d, got, tc.dn)
+		}
+	}
+}
+
+// strangeScripter answers every script call with a canned reply.
+type strangeScripter struct {
+	redis.UniversalClient
+	reply any
+}
+
+func (s strangeScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetVal(s.reply)
+	return cmd
+}
+
+// TestRedisStrangeReplies checks that replies of an unexpected shape are
+// errors, never panics.
+func TestRedisStrangeReplies(t *testing.T) {
+	t.Parallel()
+	bs := []bucket{{key: "a", rule: "a", interval: time.Millisecond, burst: 1, cost: 1}}
+	for _, tc := range []struct {
+		name  string
+		reply any
+	}{
+		{"nil", nil},
+		{"string", "OK"},
+		{"short", []any{int64(1), int64(0)}},
+		{"flag not int", []any{"1", int64(0), int64(0), int64(1), int64(2)}},
+		{"limiter out of range", []any{int64(0), int64(5), int64(3)}},
+		{"negative wait", []any{int64(0), int64(-5), int64(0)}},
+		{"missing TATs", []any{int64(1), int64(0), int64(0)}},
+		{"TAT not int", []any{int64(1), int64(0), int64(0), "x", int64(2)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"})
+			if _, err := s.reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
+				t.Fatalf("err = %v, want errRedisReply", err)
+			}
+		})
+	}
+}
+
+// TestRedisTransportShared sends requests through two Transports sharing a
+// bucket in Redis to a real server: together they keep the rule.
+func TestRedisTransportShared(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	arrivals := make(chan time.Time, 100)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrivals <- time.Now()
+	}))
+	t.Cleanup(ts.Close)
+	ns := WithNamespace(testNamespace(t))
+
+	t.Run("no wait", func(t *testing.T) {
+		rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
+		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
+		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
+		admitted := 0
+		for i := range 8 {
+			tr := []*Transport{a, b}[i%2]
+			err := roundTrip(tr, newReq(t, redisCtx(t), http.MethodGet, ts.URL))
+			var we *WaitError
+			switch {
+			case err == nil:
+				admitted++
+			case errors.As(err, &we) && we.Rule == "hourly" && we.Wait > 40*time.Minute:
+			default:
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if admitted != 3 {
+			t.Fatalf("admitted %d, want the burst of 3", admitted)
+		}
+		drain(arrivals, 3)
+	})
+
+	t.Run("waits", func(t *testing.T) {
+		const n, iv = 8, 50 * time.Millisecond
+		rule := Rule{Name: "fast", Limit: Limit{Rate: 20, Period: time.Second, Burst: 1}}
+		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithHeadroom(0))
+		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithHeadroom(0))
+		first := sendConcurrently(t, []*Transport{a, b}, ts.URL, n)
+		checkSpacing(t, first, collect(arrivals, n), iv)
+	})
+}
+
+// sendConcurrently sends n requests through trs in turn, concurrently, and
+// returns the time just before the first was sent. It fails t if any
+// request fails.
+func sendConcurrently(t *testing.T, trs []*Transport, url string, n int) time.Time {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- roundTrip(trs[i%len(trs)], newReq(t, context.Background(), http.MethodGet, url))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+	}
+	return start
+}
+
+// checkSpacing requires the k-th arrival (in order) no earlier than
+// start + k·iv: each request departs at its slot or later. A small slack
+// covers the clock difference between Redis and this process.
+func checkSpacing(t *testing.T, start time.Time, arrivals []time.Time, iv time.Duration) {
+	t.Helper()
+	const slack = 5 * time.Millisecond
+	sortTimes(arrivals)
+	for k, at := range arrivals {
+		if earliest := start.Add(time.Duration(k)*iv - slack); at.Before(earliest) {
+			t.Errorf("arrival %d at +%v, before its slot at +%v", k, at.Sub(start), time.Duration(k)*iv)
+		}
+	}
+}
+
+func sortTimes(ts []time.Time) {
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && ts[j].Before(ts[j-1]); j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}
+
+func collect(ch <-chan time.Time, n int) []time.Time {
+	out := make([]time.Time, 0, n)
+	for range n {
+		out = append(out, <-ch)
+	}
+	return out
+}
+
+func drain(ch <-chan time.Time, n int) { _ = collect(ch, n) }
+
+// skewedClock is the system clock shifted by off: its Now is wrong, its
+// timers run at the right speed.
+type skewedClock struct{ off time.Duration }
+
+func (c skewedClock) Now() time.Time                 { return time.Now().Add(c.off) }
+func (c skewedClock) NewTimer(d time.Duration) Timer { return systemClock{}.NewTimer(d) }
+
+// TestRedisSkewedReplicas runs two Transports whose clocks are 2 s ahead
+// and 2 s behind: Redis's clock decides, so they share the bucket exactly
+// as two unskewed ones do. With their own clocks, the one behind would see
+// the other's bookings 4 s in the future and wait for them.
+func TestRedisSkewedReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	arrivals := make(chan time.Time, 100)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrivals <- time.Now()
+	}))
+	t.Cleanup(ts.Close)
+
+	run := func(t *testing.T, ns string, offA, offB time.Duration) (admitted int, waits []time.Duration) {
+		hourly := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
+		opts := []Option{WithRedis(rdb), WithNamespace(ns), WithRules(hourly), WithMaxWait(0)}
+		a := mustNew(t, nil, append(opts, WithClock(skewedClock{offA}))...)
+		b := mustNew(t, nil, append(opts, WithClock(skewedClock{offB}))...)
+		for i := range 6 {
+			err := roundTrip([]*Transport{a, b}[i%2], newReq(t, redisCtx(t), http.MethodGet, ts.URL))
+			var we *WaitError
+			switch {
+			case err == nil:
+				admitted++
+			case errors.As(err, &we):
+				waits = append(waits, we.Wait)
+			default:
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		drain(arrivals, admitted)
+
+		// Waiting requests: a budget of 1.5 s leaves no room for a 4 s
+		// skew.
+		const n, iv = 6, 50 * time.Millisecond
+		fast := Rule{Name: "fast", Limit: Limit{Rate: 20, Period: time.Second, Burst: 1}}
+		opts = []Option{WithRedis(rdb), WithNamespace(ns), WithRules(fast), WithMaxWait(1500 * time.Millisecond), WithHeadroom(0)}
+		a = mustNew(t, nil, append(opts, WithClock(skewedClock{offA}))...)
+		b = mustNew(t, nil, append(opts, WithClock(skewedClock{offB}))...)
+		start := sendConcurrently(t, []*Transport{a, b}, ts.URL, n)
+		checkSpacing(t, start, collect(arrivals, n), iv)
+		return admitted, waits
+	}
+	skewA, skewW := run(t, testNamespace(t)+"-skewed", 2*time.Second, -2*time.Second)
+	evenA, evenW := run(t, testNamespace(t)+"-even", 0, 0)
+	if skewA != 3 || evenA != 3 {
+		t.Fatalf("admitted %d skewed, %d unskewed, want 3 each", skewA, evenA)
+	}
+	for i := range skewW {
+		// The same position in the queue: the waits differ by the real
+		// time between the runs, never by the 2 s skew.
+		if d := (skewW[i] - evenW[i]).Abs(); d > time.Second {
+			t.Errorf("rejection %d: wait %v skewed, %v unskewed", i, skewW[i], evenW[i])
+		}
+	}
+}
+
+// TestRedisNoScript flushes the script cache, then restarts the server,
+// mid-run: the store loads its scripts again without surfacing an error
+// once Redis answers.
+func TestRedisNoScript(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)})
+	ctx := redisCtx(t)
+	bs := []bucket{{key: "a", rule: "a", interval: time.Microsecond, burst: 1000, cost: 1}}
+	all := func(what string) {
+		t.Helper()
+		r, err := s.reserve(ctx, bs, time.Second)
+		if err != nil {
+			t.Fatalf("reserve %s: %v", what, err)
+		}
+		if err := s.refund(ctx, &r); err != nil {
+			t.Fatalf("refund %s: %v", what, err)
+		}
+		if err := s.pause(ctx, bs, 0); err != nil {
+			t.Fatalf("pause %s: %v", what, err)
+		}
+	}
+	all("before")
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	all("after SCRIPT FLUSH")
+	srv.Restart()
+	// go-redis retries a command whose pooled connection died (MaxRetries
+	// 3 by default), so even the first call after the restart succeeds.
+	all("after restart")
+	all("again")
+}
+
+// commandStats returns the calls of the named commands in INFO
+// commandstats.
+func commandStats(t *testing.T, ctx context.Context, rdb *redis.Client) map[string]int {
+	t.Helper()
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make(map[string]int)
+	for line := range strings.SplitSeq(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		v, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		calls[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return calls
+}
+
+// TestRedisOneScriptCallPerRequest counts script calls in INFO
+// commandstats for requests matched by three rules.
+func TestRedisOneScriptCallPerRequest(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := redisCtx(t)
+	lim := Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	tr := mustNew(t, okBase, WithRedis(rdb), WithNamespace(testNamespace(t)), WithRules(
+		Rule{Name: "global", Limit: lim},
+		Rule{Name: "per-account", Limit: lim, Key: KeyHeader("Authorization")},
+		Rule{Name: "writes", Limit: lim, Match: Match{Methods: []string{"POST"}}, Key: KeyHeader("Authorization")},
+	))
+	send := func() {
+		t.Helper()
+		if err := roundTrip(tr, newReq(t, ctx, http.MethodPost, "http://api.example.com/v1", "Authorization", "Bearer secret")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send() // loads the script: EVALSHA, NOSCRIPT, EVAL
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for range n {
+		send()
+	}
+	calls := commandStats(t, ctx, rdb)
+	if got := calls["evalsha"] + calls["eval"]; got != n {
+		t.Fatalf("%d script calls for %d requests (commandstats %v)", got, n, calls)
+	}
+	if calls["get"] != 3*n || calls["set"] != 3*n {
+		t.Errorf("GET %d, SET %d inside the scripts, want %d each", calls["get"], calls["set"], 3*n)
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 {
+		t.Errorf("keys %q, want 3", keys)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "secret") {
+			t.Errorf("key %q holds the raw partition key", k)
+		}
+	}
+}
