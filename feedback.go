@@ -34,5 +34,12 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response
 		// server's answer concerns the whole fleet, not this request.
 		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
 	}
+	if f := feedbackFor(sig, bs); !f.empty() {
+		if a, ok := t.store.(interface {
+			adapt(context.Context, []bucket, feedback) error
+		}); ok {
+			_ = a.adapt(context.WithoutCancel(ctx), bs, f)
+		}
+	}
 	return sig
 }

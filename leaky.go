@@ -124,3 +124,33 @@ func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wai
 	b.mu.Unlock()
 	return wait, true
 }
+
+// adaptation holds a bucket below its rule's rate for a while, as learned
+// from the server (see feedback.go): the rate is rate0 at time t0, climbs by
+// slope per second, and the adaptation ends when it reaches the rule's rate
+// or at until, whichever comes first. Times are in the store's units (ns
+// locally, µs in Redis), rates in units of cost per second.
+type adaptation struct {
+	rate0 float64
+	t0    int64
+	slope float64
+	until int64
+}
+
+// intervalAt returns the emission interval in force at now for a bucket
+// whose rule has interval iv, given unitsPerSecond store time units per
+// second (1e9 locally, 1e6 in Redis). An adaptation never loosens a rule.
+func (a adaptation) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
+	if now >= a.until {
+		return iv
+	}
+	rate := a.rate0 + a.slope*float64(now-a.t0)/unitsPerSecond
+	if rate <= 0 {
+		return iv
+	}
+	adapted := unitsPerSecond / rate
+	if adapted >= float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return max(iv, int64(math.Ceil(adapted)))
+}

@@ -6,34 +6,43 @@ import (
 	"time"
 )
 
-// waitQueue counts the requests of this process waiting in each bucket, to
-// bound them (WithMaxQueue). Slots are handed out by the store in the order
-// requests book them, and each waiter sleeps until its own slot, so waiters
-// of one bucket depart in the order they booked: first in, first out.
+// waitQueue holds the requests of this process that wait in each bucket.
+//
+// Slots are handed out by the store in the order requests book them, and
+// each waiter sleeps until its own slot, so waiters of one bucket depart in
+// the order they booked: first in, first out. The queue bounds the waiters
+// of a bucket (WithMaxQueue), and paces their departures: a waiter never
+// leaves less than its cost's worth of the rule's interval after the one
+// before it. Without that, a stall of the process (a GC pause, a starved
+// CPU) would release every waiter it delayed at once, and a strict server
+// would see a burst the bucket never allowed. What a stall costs is then
+// lost capacity, never a burst.
 type waitQueue struct {
 	max int
 
-	mu      sync.Mutex
-	waiting map[string]int // bucket key → waiters; a key is deleted at zero
+	mu    sync.Mutex
+	lanes map[string]*lane // bucket key → its waiters; deleted when none is left
+}
+
+// lane is one bucket's waiters in this process.
+type lane struct {
+	waiting int
+	last    int64 // when the last waiter departed, Unix nanoseconds; 0 if none yet
 }
 
 func newWaitQueue(max int) *waitQueue {
-	return &waitQueue{max: max, waiting: make(map[string]int)}
+	return &waitQueue{max: max, lanes: make(map[string]*lane)}
 }
 
-// full returns a QueueFullError if any bucket of bs has the maximum number
-// of waiters. Checking before booking keeps a full queue from booking slots
-// it would only give back.
+// full returns a QueueFullError if any bucket of bs already has the maximum
+// number of waiters. Checking before booking keeps a full queue from booking
+// slots it would only give back; enter checks again, exactly.
 func (q *waitQueue) full(bs []bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.fullLocked(bs)
-}
-
-func (q *waitQueue) fullLocked(bs []bucket) error {
 	for _, b := range bs {
-		if n := q.waiting[b.key]; n >= q.max {
-			return &QueueFullError{Rule: b.rule, Waiting: n}
+		if l := q.lanes[b.key]; l != nil && l.waiting >= q.max {
+			return &QueueFullError{Rule: b.rule, Waiting: l.waiting}
 		}
 	}
 	return nil
@@ -44,26 +53,64 @@ func (q *waitQueue) fullLocked(bs []bucket) error {
 func (q *waitQueue) enter(bs []bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.fullLocked(bs); err != nil {
-		return err
+	for _, b := range bs {
+		if n := q.waitingLocked(b.key); n >= q.max {
+			return &QueueFullError{Rule: b.rule, Waiting: n}
+		}
 	}
 	for _, b := range bs {
-		q.waiting[b.key]++
+		l := q.lanes[b.key]
+		if l == nil {
+			l = &lane{}
+			q.lanes[b.key] = l
+		}
+		l.waiting++
 	}
 	return nil
 }
 
-// leave uncounts a request that entered.
+func (q *waitQueue) waitingLocked(key string) int {
+	if l := q.lanes[key]; l != nil {
+		return l.waiting
+	}
+	return 0
+}
+
+// leave uncounts a waiter that entered.
 func (q *waitQueue) leave(bs []bucket) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
-		if n := q.waiting[b.key] - 1; n > 0 {
-			q.waiting[b.key] = n
-		} else {
-			delete(q.waiting, b.key)
+		if l := q.lanes[b.key]; l != nil {
+			if l.waiting--; l.waiting <= 0 {
+				delete(q.lanes, b.key)
+			}
 		}
 	}
+}
+
+// depart sleeps until the waiter's slot, wait from now, then until it is
+// paced behind the waiter that left before it, and marks its departure. The
+// caller must have entered bs.
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait time.Duration) error {
+	if err := sleep(ctx, c, wait); err != nil {
+		return err
+	}
+	now := c.Now().UnixNano()
+	at := now
+	q.mu.Lock()
+	for _, b := range bs {
+		if l := q.lanes[b.key]; l != nil && l.last != 0 {
+			at = max(at, satAdd(l.last, satMul(int64(b.interval), b.cost)))
+		}
+	}
+	for _, b := range bs {
+		if l := q.lanes[b.key]; l != nil {
+			l.last = at
+		}
+	}
+	q.mu.Unlock()
+	return sleep(ctx, c, time.Duration(at-now))
 }
 
 // sleep waits for d on clock c, or until ctx is done.

@@ -50,8 +50,8 @@ func TestWaitQueue(t *testing.T) {
 			}
 			q.leave([]bucket{a, b})
 		}
-		if len(q.waiting) != 0 {
-			t.Fatalf("waiting map holds %v after everyone left", q.waiting)
+		if len(q.lanes) != 0 {
+			t.Fatalf("lanes map holds %v after everyone left", q.lanes)
 		}
 	})
 }

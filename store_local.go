@@ -22,6 +22,7 @@ type localStore struct {
 
 	mu        sync.Mutex
 	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
+	adapts    map[string]adaptation
 	sweepSize int              // sweep when the map reaches this size
 	sweptAt   int64            // time of the last sweep
 }
@@ -30,6 +31,7 @@ func newLocalStore(c Clock) *localStore {
 	return &localStore{
 		clock:     c,
 		tats:      make(map[string]int64),
+		adapts:    make(map[string]adaptation),
 		sweepSize: sweepMinSize,
 		sweptAt:   c.Now().UnixNano(),
 	}
@@ -45,7 +47,7 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	// every bucket at that one time.
 	depart, limiter := now, 0
 	for i, b := range bs {
-		if at := gcraAllowAt(s.tats[b.key], now, int64(b.interval), b.burst, b.cost); at > depart {
+		if at := gcraAllowAt(s.tats[b.key], now, s.intervalLocked(b, now), b.burst, b.cost); at > depart {
 			depart, limiter = at, i
 		}
 	}
@@ -59,7 +61,7 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	for i, b := range bs {
 		prev := s.tats[b.key]
 		r.prev[i] = prev
-		r.booked[i] = gcraBook(prev, depart, int64(b.interval), b.cost)
+		r.booked[i] = gcraBook(prev, depart, s.intervalLocked(b, now), b.cost)
 		s.tats[b.key] = r.booked[i]
 	}
 	return r, nil
@@ -82,9 +84,22 @@ func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
-		s.tats[b.key] = gcraPause(s.tats[b.key], until, int64(b.interval), b.burst)
+		s.tats[b.key] = gcraPause(s.tats[b.key], until, s.intervalLocked(b, now), b.burst)
 	}
 	return nil
+}
+
+// intervalLocked returns the emission interval in force for b at now: the
+// rule's, or slower while the server's feedback holds the bucket back.
+// s.mu must be held.
+func (s *localStore) intervalLocked(b bucket, now int64) int64 {
+	iv := int64(b.interval)
+	if len(s.adapts) > 0 {
+		if a, ok := s.adapts[b.key]; ok {
+			iv = a.intervalAt(iv, now, 1e9)
+		}
+	}
+	return iv
 }
 
 // maybeSweep drops idle buckets when the map has doubled or a sweep is due.
@@ -100,6 +115,13 @@ func (s *localStore) maybeSweep(now int64) {
 		}
 	}
 	s.tats = live
+	adapts := make(map[string]adaptation)
+	for k, a := range s.adapts {
+		if a.until > now {
+			adapts[k] = a
+		}
+	}
+	s.adapts = adapts
 	s.sweepSize = max(2*len(live), sweepMinSize)
 	s.sweptAt = now
 }

@@ -241,7 +241,7 @@ func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 		return err
 	}
 	defer t.queue.leave(bs)
-	if err := sleep(ctx, t.clock, r.wait); err != nil {
+	if err := t.queue.depart(ctx, t.clock, bs, r.wait); err != nil {
 		t.giveBack(ctx, &r)
 		return err
 	}
