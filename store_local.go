@@ -23,8 +23,8 @@ type localStore struct {
 	mu        sync.Mutex
 	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
 	adapts    map[string]adaptation
-	sweepSize int              // sweep when the map reaches this size
-	sweptAt   int64            // time of the last sweep
+	sweepSize int   // sweep when the map reaches this size
+	sweptAt   int64 // time of the last sweep
 }
 
 func newLocalStore(c Clock) *localStore {
