@@ -1,0 +1,121 @@
+package throttle
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/ratelimit"
+	"golang.org/x/time/rate"
+)
+
+// The local-decision benchmarks compare LeakyBucket with
+// golang.org/x/time/rate and go.uber.org/ratelimit in the same run, on the
+// path that does not wait: every limiter gets a rate of 10⁹ per second
+// (one per ns) and, where it has one, a burst of 10⁶, so every call is
+// admitted at once. uber's Take sleeps when called faster than its rate;
+// at one per ns it never does, so it too measures its decision alone.
+// All names start with Local so that -bench Local selects them.
+
+const (
+	benchRate  = 1_000_000_000 // per second: one per ns
+	benchBurst = 1_000_000
+)
+
+// serialAndParallel runs f as sub-benchmarks "serial" and "parallel". f
+// reports whether the call was admitted at once; the share of calls that
+// were not is reported as denied/op. It should be 0, but under -parallel a
+// goroutine preempted between reading the clock and taking the limiter's
+// lock arrives with a stale now, and may be told to wait on a loaded machine.
+func serialAndParallel(b *testing.B, name string, f func() bool) {
+	b.Run(name+"/serial", func(b *testing.B) {
+		b.ReportAllocs()
+		denied := 0
+		for b.Loop() {
+			if !f() {
+				denied++
+			}
+		}
+		b.ReportMetric(float64(denied)/float64(b.N), "denied/op")
+	})
+	b.Run(name+"/parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var denied atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			n := int64(0)
+			for pb.Next() {
+				if !f() {
+					n++
+				}
+			}
+			denied.Add(n)
+		})
+		b.ReportMetric(float64(denied.Load())/float64(b.N), "denied/op")
+	})
+}
+
+func newBenchBucket(b *testing.B) *LeakyBucket {
+	lb, err := NewLeakyBucket(Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lb
+}
+
+func BenchmarkLocalAllow(b *testing.B) {
+	lb := newBenchBucket(b)
+	serialAndParallel(b, "LeakyBucket.Allow", lb.Allow)
+	rl := rate.NewLimiter(benchRate, benchBurst)
+	serialAndParallel(b, "rate.Limiter.Allow", rl.Allow)
+}
+
+func BenchmarkLocalAllowN(b *testing.B) {
+	lb := newBenchBucket(b)
+	serialAndParallel(b, "LeakyBucket.AllowN", func() bool { return lb.AllowN(time.Now(), 1) })
+	rl := rate.NewLimiter(benchRate, benchBurst)
+	serialAndParallel(b, "rate.Limiter.AllowN", func() bool { return rl.AllowN(time.Now(), 1) })
+}
+
+func BenchmarkLocalReserve(b *testing.B) {
+	lb := newBenchBucket(b)
+	serialAndParallel(b, "LeakyBucket.ReserveN", func() bool {
+		wait, ok := lb.ReserveN(time.Now(), 1, 0)
+		return ok && wait == 0
+	})
+	rl := rate.NewLimiter(benchRate, benchBurst)
+	serialAndParallel(b, "rate.Limiter.Reserve", func() bool {
+		r := rl.Reserve()
+		return r.OK() && r.Delay() == 0
+	})
+}
+
+func BenchmarkLocalTake(b *testing.B) {
+	rl := ratelimit.New(benchRate)
+	serialAndParallel(b, "ratelimit.Take", func() bool { rl.Take(); return true })
+}
+
+// BenchmarkLocalTransport measures the Transport's acquire path with the
+// local store: one rule that never makes a request wait, and a base that
+// returns a prepared response. The request is reused, as RoundTrip keeps
+// nothing of it.
+func BenchmarkLocalTransport(b *testing.B) {
+	resp := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+	base := rtFunc(func(*http.Request) (*http.Response, error) { return resp, nil })
+	for _, tc := range []struct {
+		name string
+		key  KeyFunc
+	}{{"RoundTrip", nil}, {"RoundTrip.keyed", KeyHeader("X-Api-Key")}} {
+		tr := mustNew(b, base, WithRules(Rule{
+			Name:  "bench",
+			Limit: Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst},
+			Key:   tc.key,
+		}))
+		req := newReq(b, context.Background(), "GET", "http://api.example/v1", "X-Api-Key", "sk_bench")
+		serialAndParallel(b, tc.name, func() bool {
+			_, err := tr.RoundTrip(req)
+			return err == nil
+		})
+	}
+}
