@@ -180,7 +180,7 @@ func (c *Cluster) ClientWith(t testing.TB, opt *redis.ClusterOptions) *redis.Clu
 }
 
 // MasterForKey returns the node that serves key's hash slot, asking a running
-// node for CLUSTER KEYSLOT and CLUSTER SLOTS. It fails the test if no node
+// node for CLUSTER KEYSLOT and CLUSTER SHARDS. It fails the test if no node
 // answers or no node owns the slot.
 func (c *Cluster) MasterForKey(key string) *Server {
 	c.t.Helper()
@@ -213,20 +213,35 @@ func (c *Cluster) ownerVia(ctx context.Context, s *Server, key string) (*Server,
 	if err != nil {
 		return nil, fmt.Errorf("%s: CLUSTER KEYSLOT: %w", s.Addr(), err)
 	}
-	ranges, err := cl.ClusterSlots(ctx).Result()
+	shards, err := cl.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%s: CLUSTER SLOTS: %w", s.Addr(), err)
+		return nil, fmt.Errorf("%s: CLUSTER SHARDS: %w", s.Addr(), err)
 	}
-	for _, r := range ranges {
-		if slot < int64(r.Start) || slot > int64(r.End) || len(r.Nodes) == 0 {
+	for _, shard := range shards {
+		if !shardHasSlot(shard, slot) {
 			continue
 		}
-		for _, n := range c.nodes {
-			if n.Addr() == r.Nodes[0].Addr {
-				return n, nil
+		for _, node := range shard.Nodes {
+			if node.Role != "master" {
+				continue
 			}
+			for _, n := range c.nodes {
+				if int64(n.port) == node.Port {
+					return n, nil
+				}
+			}
+			return nil, fmt.Errorf("%s: slot %d served by unknown node %s:%d", s.Addr(), slot, node.IP, node.Port)
 		}
-		return nil, fmt.Errorf("%s: slot %d served by unknown node %s", s.Addr(), slot, r.Nodes[0].Addr)
 	}
 	return nil, fmt.Errorf("%s: slot %d is not assigned", s.Addr(), slot)
+}
+
+// shardHasSlot reports whether one of shard's slot ranges contains slot.
+func shardHasSlot(shard redis.ClusterShard, slot int64) bool {
+	for _, r := range shard.Slots {
+		if slot >= r.Start && slot <= r.End {
+			return true
+		}
+	}
+	return false
 }

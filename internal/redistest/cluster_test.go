@@ -100,7 +100,7 @@ func TestCluster(t *testing.T) {
 	opt.MaxRetries, opt.MaxRedirects = -1, 1
 	opt.DialTimeout, opt.ReadTimeout = 300*time.Millisecond, 300*time.Millisecond
 	fast := c.ClientWith(t, opt)
-	if err := fast.Set(ctx, key, "v", 0).Err(); err != nil {
+	if err := cl.Set(ctx, key, "v", 0).Err(); err != nil {
 		t.Fatalf("SET before kill: %v", err)
 	}
 	victim.Kill()
@@ -111,7 +111,7 @@ func TestCluster(t *testing.T) {
 	// data. Killing it may have failed the whole cluster; wait for ok.
 	victim.Restart()
 	c.WaitReady(t)
-	if err := fast.Get(ctx, key).Err(); !errors.Is(err, redis.Nil) {
+	if err := cl.Get(ctx, key).Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("GET after restart = %v, want redis.Nil", err)
 	}
 }
