@@ -751,3 +751,186 @@ func TestRedisOneScriptCallPerRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisCluster runs the decision sequences on a 3-master Cluster, checks
+// that the keys of one request share a node, and that WithHashTagPerKey
+// spreads partitioned buckets over the masters while split requests keep
+// the same decisions as localStore.
+func TestRedisCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	ctx := redisCtx(t)
+
+	t.Run("same decisions", func(t *testing.T) {
+		for _, tc := range decisionCases {
+			t.Run(tc.name, func(t *testing.T) {
+				runDecisions(t, rdb, tc.buckets, tc.steps)
+			})
+		}
+	})
+
+	lim := Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	rules := WithRules(
+		Rule{Name: "global", Limit: lim},
+		Rule{Name: "per-account", Limit: lim, Key: KeyHeader("Authorization")},
+		Rule{Name: "writes", Limit: lim, Match: Match{Methods: []string{"POST"}}, Key: KeyHeader("Authorization")},
+	)
+	keysOf := func(t *testing.T, ns string) []string {
+		t.Helper()
+		var (
+			mu   sync.Mutex // ForEachMaster calls concurrently
+			keys []string
+		)
+		err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			ks, err := m.Keys(ctx, "*{"+ns+"*").Result()
+			mu.Lock()
+			keys = append(keys, ks...)
+			mu.Unlock()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+
+	t.Run("one request one node", func(t *testing.T) {
+		ns := testNamespace(t)
+		tr := mustNew(t, okBase, WithRedis(rdb), WithNamespace(ns), rules)
+		for i := range 5 {
+			if err := roundTrip(tr, newReq(t, ctx, http.MethodPost, "http://api.example.com/", "Authorization", "acct-"+strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := keysOf(t, ns)
+		if len(keys) != 11 {
+			t.Fatalf("keys %q, want 1 global + 5×2 per account", keys)
+		}
+		owner := cl.MasterForKey(keys[0])
+		for _, k := range keys {
+			if cl.MasterForKey(k) != owner {
+				t.Fatalf("key %s not on %s with %s", k, owner.Addr(), keys[0])
+			}
+		}
+	})
+
+	t.Run("hash tag per key spreads", func(t *testing.T) {
+		ns := testNamespace(t)
+		tr := mustNew(t, okBase, WithRedis(rdb), WithNamespace(ns), WithHashTagPerKey(), rules)
+		for i := range 30 {
+			if err := roundTrip(tr, newReq(t, ctx, http.MethodPost, "http://api.example.com/", "Authorization", "acct-"+strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := keysOf(t, ns)
+		if len(keys) != 61 {
+			t.Fatalf("%d keys, want 1 global + 30×2 per account", len(keys))
+		}
+		masters := make(map[string]int)
+		for _, k := range keys {
+			masters[cl.MasterForKey(k).Addr()]++
+		}
+		if len(masters) != 3 {
+			t.Fatalf("keys spread over %v, want all 3 masters", masters)
+		}
+		t.Logf("61 keys over the masters: %v", masters)
+	})
+
+	t.Run("split requests", func(t *testing.T) {
+		g := bucket{key: "g", rule: "g", interval: 10 * time.Millisecond, burst: 1}
+		acct := bucket{key: "acct:" + hashKey("x"), rule: "acct", interval: 100 * time.Millisecond, burst: 1}
+		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true})
+		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
+			t.Fatalf("buckets %s and %s are not split", k1, k2)
+		}
+		perKey := func(st *redisSettings) { st.tagPerKey = true }
+		for _, tc := range []struct {
+			name  string
+			steps []decisionStep
+		}{
+			{"later group rebooks the earlier one", []decisionStep{
+				{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+				// acct sets the departure after g was booked at now:
+				// g must be booked again at acct's departure.
+				{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			}},
+			{"earlier group sets the departure", []decisionStep{
+				{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+			}},
+			{"rejection rolls the earlier group back", []decisionStep{
+				{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{1}, maxWait: time.Second},
+				// acct needs 200ms: rejected after g was booked.
+				{op: "reserve", buckets: []int{0, 1}, maxWait: 50 * time.Millisecond},
+				{op: "reserve", buckets: []int{0}, maxWait: 0},
+				{op: "reserve", buckets: []int{1, 0}, maxWait: 50 * time.Millisecond},
+				{op: "reserve", buckets: []int{0}, maxWait: 0},
+			}},
+			{"refund and pause of a split request", []decisionStep{
+				{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+				{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+				{op: "refund", of: 1},
+				{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
+				{op: "pause", buckets: []int{0, 1}, pause: time.Second},
+				{op: "reserve", buckets: []int{1, 0}, maxWait: 2 * time.Second},
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				runDecisions(t, rdb, []bucket{g, acct}, tc.steps, perKey)
+			})
+		}
+	})
+}
+
+// TestRedisTLSAndACL runs the shared bucket through a TLS-only server as an
+// ACL user limited to the throttle keys and the commands the scripts need
+// (the configuration docs/REDIS.md shows), and checks that the user can do
+// nothing else.
+func TestRedisTLSAndACL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.WithTLS(), redistest.WithACL(
+		"user throttle on >fleet-password resetkeys ~throttle:* resetchannels -@all +evalsha +eval +get +set +time",
+	))
+	rdb := srv.ClientAs(t, "throttle", "fleet-password")
+	ctx := redisCtx(t)
+
+	rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 2}}
+	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
+	b := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
+	for i, want := range []error{nil, nil, ErrBeyondMaxWait, ErrBeyondMaxWait} {
+		err := roundTrip([]*Transport{a, b}[i%2], newReq(t, ctx, http.MethodGet, "http://example.com/"))
+		if !errors.Is(err, want) && err != want {
+			t.Fatalf("request %d: %v, want %v", i, err, want)
+		}
+	}
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"})
+	bs := []bucket{{key: "r", rule: "r", interval: time.Millisecond, burst: 2, cost: 1}}
+	r, err := s.reserve(ctx, bs, time.Second)
+	if err != nil || !r.ok {
+		t.Fatalf("reserve: %+v, %v", r, err)
+	}
+	if err := s.refund(ctx, &r); err != nil {
+		t.Fatalf("refund: %v", err)
+	}
+	if err := s.pause(ctx, bs, time.Millisecond); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+
+	for name, err := range map[string]error{
+		"SET outside the prefix":            rdb.Set(ctx, "other:key", "1", 0).Err(),
+		"script touching a key outside":     rdb.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"other:key"}).Err(),
+		"command outside the list":          rdb.Del(ctx, "throttle:{tls}:r").Err(),
+		"script calling a command outside":  rdb.Eval(ctx, "return redis.call('DEL', KEYS[1])", []string{"throttle:{tls}:r"}).Err(),
+		"script touching an undeclared key": rdb.Eval(ctx, "return redis.call('GET', 'other:key')", nil).Err(),
+	} {
+		// Redis words a refusal inside a script differently from NOPERM.
+		if err == nil || !strings.Contains(err.Error(), "NOPERM") && !strings.Contains(err.Error(), "can't run") && !strings.Contains(err.Error(), "can't access") {
+			t.Errorf("%s: err = %v, want an ACL refusal", name, err)
+		}
+	}
+}
