@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +20,9 @@ var (
 	//go:embed reserve.lua
 	reserveSrc    string
 	reserveScript = redis.NewScript(reserveSrc)
+	// reserveSHA and reserveSrcArg are boxed once, not per call.
+	reserveSHA    any = reserveScript.Hash()
+	reserveSrcArg any = reserveSrc
 
 	//go:embed refund.lua
 	refundSrc    string
@@ -64,6 +69,9 @@ type redisStore struct {
 	// nowMicros, when set (tests only), is passed to the scripts as now
 	// instead of Redis's TIME.
 	nowMicros func() int64
+
+	keysMu sync.RWMutex
+	keys   map[string]string // bucket.key → Redis key, see cachedKey
 }
 
 func newRedisStore(st redisSettings) *redisStore {
@@ -74,6 +82,7 @@ func newRedisStore(st redisSettings) *redisStore {
 		prefix:    "throttle:{" + st.namespace + "}:",
 		tagPerKey: st.tagPerKey,
 		split:     st.tagPerKey && cluster,
+		keys:      make(map[string]string),
 	}
 }
 
@@ -132,6 +141,29 @@ func (s *redisStore) key(b *bucket) string {
 	return s.prefix + b.key
 }
 
+// keyCacheSize bounds the key cache; it is emptied when full. Hot buckets
+// come back at once, and a cold one costs one string concatenation.
+const keyCacheSize = 4096
+
+// cachedKey returns key(b), remembering it: building a key costs an
+// allocation on every request otherwise.
+func (s *redisStore) cachedKey(b *bucket) string {
+	s.keysMu.RLock()
+	k, ok := s.keys[b.key]
+	s.keysMu.RUnlock()
+	if ok {
+		return k
+	}
+	k = s.key(b)
+	s.keysMu.Lock()
+	if len(s.keys) >= keyCacheSize {
+		clear(s.keys)
+	}
+	s.keys[b.key] = k
+	s.keysMu.Unlock()
+	return k
+}
+
 // partitionHash returns the hashed partition key of b, if its rule has a
 // Key: bucket keys are the rule's name, then ':' and the hash
 // (compiledRule.bucketKey).
@@ -179,13 +211,9 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 			return s.reserveSplit(ctx, bs, groups, maxWait)
 		}
 	}
-	keys := make([]string, len(bs))
-	for i := range bs {
-		keys[i] = s.key(&bs[i])
-	}
 	tats := make([]int64, 2*len(bs))
 	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, err := s.reserveGroup(ctx, bs, keys, 0, spanMicros(maxWait, false), r.prev, r.booked)
+	ok, wait, limiter, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked)
 	if err != nil {
 		return reservation{}, err
 	}
@@ -196,46 +224,143 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	return r, nil
 }
 
-// reserveGroup runs reserve.lua for buckets bs under keys, departing no
+// reserveGroup runs reserve.lua for buckets bs, departing no
 // earlier than floor µs from Redis's now. When booked it fills prev and
 // booked with the buckets' TATs. limiter indexes bs.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, keys []string, floor, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
-	args := make([]any, 3, 3+3*len(bs))
-	args[0], args[1], args[2] = s.nowArg(), maxWait, floor
+//
+// It is the hot path, trimmed for allocations: instead of Script.Run (which
+// copies the keys into a new argument list and boxes each key and the
+// digest) it sends EVALSHA through Do with a pooled argument list whose
+// numbers and keys go by pointer (go-redis writes *int64 and *string
+// without boxing), and falls back to EVAL on NOSCRIPT as Script.Run does.
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
+	c := getScriptCall(len(bs), 3+3*len(bs))
+	defer putScriptCall(c)
+	c.args = append(c.args, "evalsha", reserveSHA, len(bs))
 	for i := range bs {
-		args = append(args, micros(bs[i].interval), bs[i].burst, bs[i].cost)
+		c.keys[i] = s.cachedKey(&bs[i])
+		c.args = append(c.args, &c.keys[i])
+	}
+	if s.nowMicros == nil {
+		c.args = append(c.args, "")
+	} else {
+		c.nums[0] = s.nowMicros()
+		c.args = append(c.args, &c.nums[0])
+	}
+	c.nums[1], c.nums[2] = maxWait, floor
+	c.args = append(c.args, &c.nums[1], &c.nums[2])
+	for i := range bs {
+		j := 3 + 3*i
+		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
+		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2])
 	}
 	cctx, cancel := s.call(ctx)
-	v, err := reserveScript.Run(cctx, s.rdb, keys, args...).Result()
-	cancel()
+	defer cancel()
+	v, err := s.rdb.Do(cctx, c.args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		c.args[0], c.args[1] = "eval", reserveSrcArg
+		v, err = s.rdb.Do(cctx, c.args...).Result()
+	}
 	if err != nil {
 		return false, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
 	}
-	reply, isSlice := v.([]any)
-	if !isSlice || len(reply) < 3 {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %T of length %d", errRedisReply, v, len(reply))
+	reply, isString := v.(string)
+	if !isString {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %T", errRedisReply, v)
 	}
-	okFlag, ok1 := reply[0].(int64)
-	wait, ok2 := reply[1].(int64)
-	lim, ok3 := reply[2].(int64)
-	if !ok1 || !ok2 || !ok3 || lim < 0 || lim >= int64(len(bs)) || wait < 0 {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %v", errRedisReply, reply[:3])
+	okFlag, rest, ok1 := nextInt(reply)
+	wait, rest, ok2 := nextInt(rest)
+	lim, rest, ok3 := nextInt(rest)
+	if !ok1 || !ok2 || !ok3 || okFlag < 0 || okFlag > 1 || lim < 0 || lim >= int64(len(bs)) || wait < 0 {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q", errRedisReply, reply)
 	}
 	if okFlag == 0 {
+		if rest != "" {
+			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q", errRedisReply, reply)
+		}
 		return false, wait, int(lim), nil
 	}
-	if len(reply) != 3+2*len(bs) {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %d values for %d buckets", errRedisReply, len(reply), len(bs))
-	}
 	for i := range bs {
-		p, okP := reply[3+2*i].(int64)
-		b, okB := reply[4+2*i].(int64)
+		var okP, okB bool
+		prev[i], rest, okP = nextInt(rest)
+		booked[i], rest, okB = nextInt(rest)
 		if !okP || !okB {
-			return false, 0, 0, fmt.Errorf("%w: reserve returned TATs %v, %v", errRedisReply, reply[3+2*i], reply[4+2*i])
+			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q for %d buckets", errRedisReply, reply, len(bs))
 		}
-		prev[i], booked[i] = p, b
+	}
+	if rest != "" {
+		return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q for %d buckets", errRedisReply, reply, len(bs))
 	}
 	return true, wait, int(lim), nil
+}
+
+// nextInt parses the non-negative decimal integer at the start of s,
+// followed by a space or the end, and returns the rest after the space. It
+// allocates nothing, unlike strings.Fields and strconv on substrings of a
+// converted reply.
+func nextInt(s string) (n int64, rest string, ok bool) {
+	i := 0
+	for ; i < len(s) && s[i] != ' '; i++ {
+		d := s[i] - '0'
+		if d > 9 || n > (math.MaxInt64-int64(d))/10 {
+			return 0, "", false
+		}
+		n = n*10 + int64(d)
+	}
+	if i == 0 {
+		return 0, "", false
+	}
+	if i < len(s) {
+		i++ // the space
+		if i == len(s) {
+			return 0, "", false
+		}
+	}
+	return n, s[i:], true
+}
+
+// scriptCall is the argument list of one reserve.lua call, pooled so that
+// the hot path allocates none of it. args points into keys and nums.
+type scriptCall struct {
+	args []any
+	keys []string
+	nums []int64
+}
+
+var scriptCalls = sync.Pool{New: func() any { return new(scriptCall) }}
+
+// maxPooledBuckets bounds the calls kept in the pool, so that one request
+// with many buckets does not pin large slices.
+const maxPooledBuckets = 16
+
+// getScriptCall returns an empty call with room for n keys and m numbers.
+func getScriptCall(n, m int) *scriptCall {
+	c, _ := scriptCalls.Get().(*scriptCall)
+	if c == nil {
+		c = new(scriptCall)
+	}
+	if cap(c.keys) < n {
+		c.keys = make([]string, n)
+	}
+	if cap(c.nums) < m {
+		c.nums = make([]int64, m)
+	}
+	if cap(c.args) < 3+n+m {
+		c.args = make([]any, 0, 3+n+m)
+	}
+	c.keys, c.nums = c.keys[:n], c.nums[:m]
+	return c
+}
+
+// putScriptCall clears c, so the pool holds no key or argument, and pools it.
+func putScriptCall(c *scriptCall) {
+	if len(c.keys) > maxPooledBuckets {
+		return
+	}
+	clear(c.args[:cap(c.args)])
+	clear(c.keys)
+	c.args = c.args[:0]
+	scriptCalls.Put(c)
 }
 
 func (s *redisStore) refund(ctx context.Context, r *reservation) error {
@@ -366,10 +491,6 @@ var errSplitUnsettled = errors.New("throttle: redis reserve: buckets in differen
 //     refunded.
 func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
 	n := len(bs)
-	keys := make([]string, n)
-	for i := range bs {
-		keys[i] = s.key(&bs[i])
-	}
 	tats := make([]int64, 2*n)
 	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
 	maxUs := spanMicros(maxWait, false)
@@ -386,12 +507,11 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 				continue
 			}
 			gb := make([]bucket, len(idx))
-			gk := make([]string, len(idx))
 			gt := make([]int64, 2*len(idx))
 			for j, i := range idx {
-				gb[j], gk[j] = bs[i], keys[i]
+				gb[j] = bs[i]
 			}
-			ok, wait, lim, err := s.reserveGroup(ctx, gb, gk, floor, maxUs, gt[:len(idx)], gt[len(idx):])
+			ok, wait, lim, err := s.reserveGroup(ctx, gb, floor, maxUs, gt[:len(idx)], gt[len(idx):])
 			if err != nil {
 				s.rollback(ctx, &r, groups, booked)
 				return reservation{}, err

@@ -444,7 +444,7 @@ type strangeScripter struct {
 	reply any
 }
 
-func (s strangeScripter) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+func (s strangeScripter) Do(ctx context.Context, _ ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
 	cmd.SetVal(s.reply)
 	return cmd
@@ -460,13 +460,21 @@ func TestRedisStrangeReplies(t *testing.T) {
 		reply any
 	}{
 		{"nil", nil},
-		{"string", "OK"},
-		{"short", []any{int64(1), int64(0)}},
-		{"flag not int", []any{"1", int64(0), int64(0), int64(1), int64(2)}},
-		{"limiter out of range", []any{int64(0), int64(5), int64(3)}},
-		{"negative wait", []any{int64(0), int64(-5), int64(0)}},
-		{"missing TATs", []any{int64(1), int64(0), int64(0)}},
-		{"TAT not int", []any{int64(1), int64(0), int64(0), "x", int64(2)}},
+		{"array", []any{int64(1), int64(0), int64(0), int64(1), int64(2)}},
+		{"empty", ""},
+		{"OK", "OK"},
+		{"short", "1 0"},
+		{"flag not 0 or 1", "2 0 0 1 2"},
+		{"limiter out of range", "0 5 3"},
+		{"negative wait", "0 -5 0"},
+		{"missing TATs", "1 0 0"},
+		{"missing booked", "1 0 0 1"},
+		{"TAT not int", "1 0 0 x 2"},
+		{"extra values", "1 0 0 1 2 3"},
+		{"rejection with extra values", "0 5 0 1"},
+		{"trailing space", "0 5 0 "},
+		{"double space", "0  5 0"},
+		{"overflow", "0 99999999999999999999 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"})
