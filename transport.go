@@ -226,10 +226,16 @@ func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 	if err := t.queue.full(bs); err != nil {
 		return err
 	}
+	sent := t.clock.Now()
 	r, err := t.store.reserve(ctx, bs, budget)
 	if err != nil {
 		return err
 	}
+	// The wait counts from when the store decided, somewhere between the
+	// call and its reply; half the round trip is the unbiased guess. Without
+	// it every departure would be late by the reply's latency, and late by
+	// different amounts on a loaded machine, which bunches departures.
+	r.wait -= t.clock.Now().Sub(sent) / 2
 	if !r.ok {
 		return &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 	}
