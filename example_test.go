@@ -14,7 +14,7 @@ import (
 // newServer returns a test server answering 200 "ok" to every request.
 func newServer() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "ok")
+		_, _ = fmt.Fprint(w, "ok")
 	}))
 }
 
@@ -35,7 +35,7 @@ func get(client *http.Client, url, apiKey string) string {
 		}
 		return err.Error()
 	}
-	defer resp.Body.Close()
+	_ = resp.Body.Close()
 	return resp.Status
 }
 

@@ -495,7 +495,12 @@ func TestContractBodyClosed(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- roundTrip(tr, newReq(t, ctx, "GET", "http://x/")) }()
-			t.Cleanup(func() { cancel(); <-done })
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Errorf("waiter: %v, want context.Canceled", err)
+				}
+			})
 			for {
 				tr.queue.mu.Lock()
 				n := len(tr.queue.lanes)
@@ -554,7 +559,7 @@ func TestContractRequestUntouched(t *testing.T) {
 	})
 	tr := mustNew(t, base, WithClock(fakeclock.New(epoch)), WithMaxWait(0), WithRules(r))
 	for _, wantErr := range []bool{false, true} {
-		ctx := context.WithValue(context.Background(), struct{}{}, "v")
+		ctx := context.WithValue(context.Background(), ctxKey{}, "v")
 		req := newReq(t, ctx, "POST", "https://api.example:443/v1/charges?x=1", "Authorization", "Bearer sk_secret")
 		req.Body = newRecBody()
 		before := req.Clone(ctx)
@@ -573,6 +578,8 @@ func TestContractRequestUntouched(t *testing.T) {
 		}
 	}
 }
+
+type ctxKey struct{}
 
 type closeIdleBase struct {
 	http.RoundTripper
