@@ -679,7 +679,9 @@ func TestMemoryFlat(t *testing.T) {
 	const keys = 1_000_000
 	clk := fakeclock.New(epoch)
 	r := Rule{Name: "per-customer", Limit: Limit{Rate: 10, Period: time.Second, Burst: 1}, Key: KeyHeader("Customer")}
-	tr := mustNew(t, okBase, WithClock(clk), WithRules(r))
+	canned := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+	base := rtFunc(func(*http.Request) (*http.Response, error) { return canned, nil })
+	tr := mustNew(t, base, WithClock(clk), WithRules(r))
 	store := localOf(t, tr)
 	req := newReq(t, context.Background(), "GET", "http://x/")
 	send := func(i int) {
