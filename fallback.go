@@ -143,18 +143,17 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
-		r, err := f.callReserve(ctx, bs, maxWait)
-		if err != nil && debts != nil {
-			f.local.restoreDebts(debts)
-		}
-		return r, err
+		withDebt = bs
 	}
 	r, err := f.callReserve(ctx, withDebt, maxWait)
-	if err != nil {
-		f.local.restoreDebts(debts)
+	switch {
+	case err != nil:
+		f.local.releaseDebts(debts)
 		return reservation{}, err
+	case debts != nil:
+		f.local.settleDebts(debts)
 	}
-	if r.ok {
+	if r.ok || len(bs) == 0 || &withDebt[0] == &bs[0] {
 		r.buckets = bs // the Transport's view; the costs differ only by the debt
 		return r, nil
 	}

@@ -26,6 +26,13 @@ type localBuckets struct {
 	held      map[*int64]heldLocal // waiting reservations, for refunds
 	sweepSize int
 	sweptAt   time.Time
+	// latest is the latest time any limiter was used at. Callers read the
+	// clock before taking the lock, so their times arrive out of order,
+	// and a rate.Limiter used at an earlier time than before moves its
+	// clock back and hands out the tokens of that time again. Limiters are
+	// therefore only ever used at latest or later (waits are still measured
+	// from the caller's now); this also holds when the clock steps back.
+	latest time.Time
 }
 
 // localBucket is the limiter of one bucket key.
@@ -33,6 +40,7 @@ type localBucket struct {
 	lim         *rate.Limiter
 	share       float64   // the share lim is sized for
 	pausedUntil time.Time // lim is only ever used at or after this time
+	settling    bool      // its debt is being booked in Redis
 }
 
 // heldLocal is a reservation that may still be refunded: its parts in the
@@ -70,6 +78,13 @@ func sized(b *bucket, share float64) (rate.Limit, int) {
 	return rate.Limit(perSecond * share), burst
 }
 
+// at returns the time to use limiters at for a caller at now: never
+// before latest. l.mu must be held.
+func (l *localBuckets) at(now time.Time) time.Time {
+	l.latest = later(now, l.latest)
+	return l.latest
+}
+
 // get returns the limiter of b sized for share, making it if needed.
 // l.mu must be held.
 func (l *localBuckets) get(now time.Time, b *bucket, share float64) *localBucket {
@@ -85,7 +100,7 @@ func (l *localBuckets) get(now time.Time, b *bucket, share float64) *localBucket
 		// The fleet changed size: resize, keeping the tokens already
 		// spent.
 		lim, burst := sized(b, share)
-		at := later(now, e.pausedUntil)
+		at := later(l.at(now), e.pausedUntil)
 		e.lim.SetLimitAt(at, lim)
 		e.lim.SetBurstAt(at, burst)
 		e.share = share
@@ -106,7 +121,7 @@ func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration
 	limiter := 0
 	for i := range bs {
 		e := l.get(now, &bs[i], share)
-		at := later(now, e.pausedUntil)
+		at := later(l.at(now), e.pausedUntil)
 		// A cost above the local burst (a share of the rule's burst) is
 		// booked in burst-sized parts, one after the other.
 		for left := bs[i].cost; left > 0; {
@@ -125,7 +140,7 @@ func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration
 	}
 	r := reservation{wait: wait, limiter: limiter, buckets: bs}
 	if wait > maxWait {
-		cancelParts(now, parts)
+		cancelParts(l.at(now), parts)
 		return r
 	}
 	r.ok = true
@@ -152,7 +167,7 @@ func (l *localBuckets) refund(now time.Time, r *reservation) {
 		return
 	}
 	delete(l.held, &r.prev[0])
-	cancelParts(now, h.parts)
+	cancelParts(l.at(now), h.parts)
 }
 
 // cancelParts cancels reservation parts, latest first, each at its own
@@ -166,9 +181,9 @@ func cancelParts(now time.Time, parts []heldPart) {
 // pause holds the buckets bs shut until now+d; afterwards each lets one
 // request of cost 1 go, then refills from empty, as gcraPause does.
 func (l *localBuckets) pause(now time.Time, bs []bucket, d time.Duration, share float64) {
-	until := now.Add(max(d, 0))
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	until := l.at(now).Add(max(d, 0))
 	for i := range bs {
 		e := l.get(now, &bs[i], share)
 		if !until.After(e.pausedUntil) {
@@ -188,8 +203,10 @@ func (l *localBuckets) pause(now time.Time, bs []bucket, d time.Duration, share 
 
 // takeDebts returns a copy of bs with each bucket's cost raised by what
 // this replica spent locally and has not yet earned back (capped at the
-// rule's burst), or nil when nothing is owed; and it removes those buckets'
-// limiters, returned as debts, so that the debt is booked in Redis once.
+// rule's burst), or nil when nothing is owed, with the limiters concerned.
+// The limiters stay in use (the Redis call may fail) but are marked, so no
+// concurrent request books the same debt; settleDebts drops them once
+// Redis has booked it, releaseDebts unmarks them if it could not.
 func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) {
 	if l.n.Load() == 0 {
 		return nil, nil
@@ -200,12 +217,12 @@ func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) 
 	var debts []debt
 	for i := range bs {
 		e := l.m[bs[i].key]
-		if e == nil {
+		if e == nil || e.settling {
 			continue
 		}
-		delete(l.m, bs[i].key)
-		l.n.Store(int64(len(l.m)))
+		e.settling = true
 		debts = append(debts, debt{bs[i].key, e})
+		now := l.at(now)
 		at := later(now, e.pausedUntil)
 		spent := float64(e.lim.Burst()) - e.lim.TokensAt(at)
 		spent += float64(e.lim.Limit()) * at.Sub(now).Seconds() // a pause not yet over
@@ -221,17 +238,26 @@ func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) 
 	return out, debts
 }
 
-// restoreDebts puts back limiters taken by takeDebts when Redis failed
-// to book them, unless the key has a limiter again.
-func (l *localBuckets) restoreDebts(debts []debt) {
+// settleDebts drops the limiters whose debt Redis has booked: the next
+// outage starts afresh.
+func (l *localBuckets) settleDebts(debts []debt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, d := range debts {
-		if _, ok := l.m[d.key]; !ok {
-			l.m[d.key] = d.b
+		if l.m[d.key] == d.b {
+			delete(l.m, d.key)
 		}
 	}
 	l.n.Store(int64(len(l.m)))
+}
+
+// releaseDebts unmarks limiters whose debt Redis could not book.
+func (l *localBuckets) releaseDebts(debts []debt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range debts {
+		d.b.settling = false
+	}
 }
 
 // maybeSweep drops limiters that are full again (equal to new ones) and

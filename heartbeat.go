@@ -32,6 +32,7 @@ var (
 // remembers how many replicas were alive at the last beat. It is safe for
 // concurrent use: due hands each beat to exactly one caller.
 type heartbeat struct {
+	clock Clock
 	key   string // "throttle:{ns}:replicas"
 	id    string // random, 64 bits, hex
 	every time.Duration
@@ -42,19 +43,19 @@ type heartbeat struct {
 }
 
 // newHeartbeat returns the heartbeat of a new replica under prefix
-// ("throttle:{ns}:").
-func newHeartbeat(prefix string) *heartbeat {
+// ("throttle:{ns}:"), whose beats fall due by clock c.
+func newHeartbeat(prefix string, c Clock) *heartbeat {
 	var b [8]byte
 	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
 	_, _ = rand.Read(b[:])
-	return &heartbeat{key: prefix + "replicas", id: hex.EncodeToString(b[:]), every: heartbeatEvery, ttl: heartbeatTTL}
+	return &heartbeat{clock: c, key: prefix + "replicas", id: hex.EncodeToString(b[:]), every: heartbeatEvery, ttl: heartbeatTTL}
 }
 
 // due reports whether the caller should beat now; it returns true to one
 // caller per interval.
-func (h *heartbeat) due(now time.Time) bool {
+func (h *heartbeat) due() bool {
 	next := h.next.Load()
-	t := now.UnixNano()
+	t := h.clock.Now().UnixNano()
 	return t >= next && h.next.CompareAndSwap(next, t+int64(h.every))
 }
 
