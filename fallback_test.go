@@ -457,3 +457,33 @@ func TestTransportModeWithoutRedis(t *testing.T) {
 		t.Fatalf("Mode() = %v, want local", m)
 	}
 }
+
+// TestFallbackFailedProbeKeepsLocalQueue: a probe that fails must leave the
+// local limiter as it was, waiting requests and all; a fresh one would hand
+// out its burst again at every probe.
+func TestFallbackFailedProbeKeepsLocalQueue(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 8 })
+	h.primary.set(true)
+	b := fbBucket("a") // share 1/8: burst 1, one slot per 80 ms
+	var last time.Duration
+	for range 4 {
+		last = h.reserve(t, b).wait
+	}
+	h.clk.Advance(probeEvery)
+	if r := h.reserve(t, b); r.wait != last+80*time.Millisecond-probeEvery {
+		t.Fatalf("after a failed probe, wait = %v, want the queue continued: %v", r.wait, last+80*time.Millisecond-probeEvery)
+	}
+}
+
+// TestFallbackClockStepsBack: limiters are never used at an earlier time
+// than before, so a clock stepping back hands out no tokens twice.
+func TestFallbackClockStepsBack(t *testing.T) {
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 8 })
+	h.primary.set(true)
+	b := fbBucket("a")
+	h.reserve(t, b)
+	h.clk.Advance(-time.Second)
+	if r := h.reserve(t, b); r.wait != time.Second+80*time.Millisecond {
+		t.Fatalf("after the clock stepped back 1s, wait = %v, want 1.08s", r.wait)
+	}
+}

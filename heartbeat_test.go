@@ -14,7 +14,7 @@ func TestHeartbeatCountsLiveReplicas(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	const prefix = "throttle:{hb}:"
-	a, b, c := newHeartbeat(prefix), newHeartbeat(prefix), newHeartbeat(prefix)
+	a, b, c := newHeartbeat(prefix, systemClock{}), newHeartbeat(prefix, systemClock{}), newHeartbeat(prefix, systemClock{})
 	ttl := micros(a.ttl)
 	now := int64(1_900_000_000_000_000) // µs; explicit so TTLs pass on demand
 
@@ -56,7 +56,7 @@ func TestHeartbeatSurvivesRestartAndScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()
-	h := newHeartbeat("throttle:{hb2}:")
+	h := newHeartbeat("throttle:{hb2}:", systemClock{})
 	if _, err := h.beat(ctx, rdb, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -77,22 +77,22 @@ func TestHeartbeatSurvivesRestartAndScriptFlush(t *testing.T) {
 
 func TestHeartbeatDueOncePerInterval(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
-	h := newHeartbeat("throttle:{x}:")
-	if !h.due(clk.Now()) {
+	h := newHeartbeat("throttle:{x}:", clk)
+	if !h.due() {
 		t.Fatal("first beat not due")
 	}
-	if h.due(clk.Now()) {
+	if h.due() {
 		t.Fatal("due twice at once")
 	}
 	clk.Advance(h.every - 1)
-	if h.due(clk.Now()) {
+	if h.due() {
 		t.Fatal("due before the interval")
 	}
 	clk.Advance(1)
-	if !h.due(clk.Now()) {
+	if !h.due() {
 		t.Fatal("not due after the interval")
 	}
-	if newHeartbeat("p").id == h.id {
+	if newHeartbeat("p", clk).id == h.id {
 		t.Fatal("two replicas drew the same id")
 	}
 }
