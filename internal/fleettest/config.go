@@ -1,0 +1,157 @@
+package fleettest
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/throttlekit/throttle"
+)
+
+// EnvWorker is the environment variable that turns a re-executed test
+// binary into a worker: its value is the worker's [WorkerConfig] as JSON.
+// [DispatchWorker] looks for it.
+const EnvWorker = "THROTTLE_FLEET_WORKER"
+
+// WorkerConfig is everything a worker process needs. It travels to the
+// child as JSON in [EnvWorker]; every field is plain data.
+//
+// The zero value is not runnable: URL, Duration and at least one goroutine
+// are needed. [Start] fills ID.
+type WorkerConfig struct {
+	// ID is the worker's index in the fleet, sent in [WorkerHeader]. Start
+	// sets it from the config's position.
+	ID int `json:"id"`
+
+	// URL is what every request GETs: usually Server.URL plus a path.
+	URL string `json:"url"`
+
+	// RedisAddrs are the Redis addresses the shared bucket lives in. Empty
+	// means the local store: each worker then has buckets of its own. One
+	// address gives a single-node client, several a Cluster client
+	// (redis.NewUniversalClient's rule).
+	RedisAddrs []string `json:"redis_addrs,omitempty"`
+	// RedisUsername and RedisPassword authenticate to Redis (ACL user).
+	RedisUsername string `json:"redis_username,omitempty"`
+	RedisPassword string `json:"redis_password,omitempty"`
+	// Namespace separates fleets sharing one Redis (throttle.WithNamespace).
+	// Empty keeps the transport's default.
+	Namespace string `json:"namespace,omitempty"`
+
+	// Rules are the transport's rules.
+	Rules []RuleConfig `json:"rules"`
+	// Headroom, when set, is passed to throttle.WithHeadroom; nil keeps
+	// throttle.DefaultHeadroom.
+	Headroom *float64 `json:"headroom,omitempty"`
+	// MaxWait, when positive, is passed to throttle.WithMaxWait.
+	MaxWait time.Duration `json:"max_wait,omitempty"`
+	// MaxQueue, when positive, is passed to throttle.WithMaxQueue.
+	MaxQueue int `json:"max_queue,omitempty"`
+
+	// MaxAttempts, when positive, sets the retry policy:
+	// throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: n}); 1 disables
+	// retries. Zero keeps the transport's default policy (retries on).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	// Knobs for the outage issue (5) whose options do not exist yet. The
+	// worker applies none of them itself: a test that sets one must give
+	// [DispatchWorker] an [OptionsFunc] that turns it into options, or the
+	// worker fails with an error naming the knob rather than silently
+	// running without it.
+	//
+	// Fallback names the outage mode: "local", "open" or "closed".
+	Fallback string `json:"fallback,omitempty"`
+	// RedisTimeout bounds each Redis call of the transport.
+	RedisTimeout time.Duration `json:"redis_timeout,omitempty"`
+	// Extra carries anything else a test's OptionsFunc understands.
+	Extra map[string]string `json:"extra,omitempty"`
+
+	// Load.
+	//
+	// Goroutines is the number of goroutines looping over requests.
+	Goroutines int `json:"goroutines"`
+	// Interval paces each goroutine: when positive, a goroutine sends at
+	// most one request per Interval, on a fixed schedule from the start
+	// (the k-th request no earlier than start + k·Interval). Zero sends the
+	// next request as soon as the previous one is answered.
+	Interval time.Duration `json:"interval,omitempty"`
+	// Duration is how long the worker sends, from the common start. Every
+	// request's context ends at start + Duration, so no request departs
+	// after it (requests whose slot lies beyond fail with
+	// throttle.ErrBeyondDeadline, counted in Summary.Errors).
+	Duration time.Duration `json:"duration"`
+	// Requests, when positive, stops the worker after that many requests
+	// (attempts, across its goroutines), even before Duration.
+	Requests int `json:"requests,omitempty"`
+	// RecordDepartures makes the worker report the wall-clock time of
+	// every departure in Summary.Departures, to tell a stalled worker from
+	// a stalled server when arrivals bunch, or to check when each process
+	// sent.
+	RecordDepartures bool `json:"record_departures,omitempty"`
+	// RequestTimeout, when positive, bounds each request's wait for its
+	// slot (with the run's end) and, separately, its flight once departed.
+	// A departed request is no longer bound by the run's end: it completes
+	// under RequestTimeout, or 30 s when RequestTimeout is not set.
+	RequestTimeout time.Duration `json:"request_timeout,omitempty"`
+}
+
+// RuleConfig is a [throttle.Rule] as data. Its Match fields are those of
+// [throttle.Match] without Func.
+type RuleConfig struct {
+	Name       string        `json:"name"`
+	Rate       int           `json:"rate"`
+	Period     time.Duration `json:"period"`
+	Burst      int           `json:"burst"`
+	Host       string        `json:"host,omitempty"`
+	Methods    []string      `json:"methods,omitempty"`
+	PathPrefix string        `json:"path_prefix,omitempty"`
+	Path       string        `json:"path,omitempty"`
+	// KeyHeader, when set, partitions the rule by that request header
+	// (throttle.KeyHeader).
+	KeyHeader string `json:"key_header,omitempty"`
+}
+
+// Rule returns the throttle.Rule rc describes.
+func (rc RuleConfig) Rule() throttle.Rule {
+	r := throttle.Rule{
+		Name:  rc.Name,
+		Limit: throttle.Limit{Rate: rc.Rate, Period: rc.Period, Burst: rc.Burst},
+		Match: throttle.Match{Host: rc.Host, Methods: rc.Methods, PathPrefix: rc.PathPrefix, Path: rc.Path},
+	}
+	if rc.KeyHeader != "" {
+		r.Key = throttle.KeyHeader(rc.KeyHeader)
+	}
+	return r
+}
+
+// Headroom returns a pointer to f, for [WorkerConfig.Headroom].
+func Headroom(f float64) *float64 { return &f }
+
+// validate reports what makes c unrunnable.
+func (c *WorkerConfig) validate() error {
+	switch {
+	case c.URL == "":
+		return fmt.Errorf("fleettest: worker %d: URL is empty", c.ID)
+	case c.Duration <= 0:
+		return fmt.Errorf("fleettest: worker %d: Duration must be > 0, got %v", c.ID, c.Duration)
+	case c.Goroutines <= 0:
+		return fmt.Errorf("fleettest: worker %d: Goroutines must be > 0, got %d", c.ID, c.Goroutines)
+	}
+	return nil
+}
+
+func (c *WorkerConfig) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("fleettest: encode worker config: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeConfig(s string) (WorkerConfig, error) {
+	var c WorkerConfig
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return c, fmt.Errorf("fleettest: decode %s: %w", EnvWorker, err)
+	}
+	return c, c.validate()
+}

@@ -1,0 +1,44 @@
+// Package fleettest runs fleets of real worker processes through a throttle
+// Transport against a recording HTTP server, for the tests that must show
+// what a whole fleet does: that N processes sharing one bucket stay under
+// the quota and use nearly all of it, that a 429 pauses every process, that
+// a Redis outage does not multiply the rate.
+//
+// # Workers
+//
+// A worker is the test binary itself, re-executed with [EnvWorker] set to
+// its [WorkerConfig] as JSON. The test package's TestMain must hand such a
+// process to [DispatchWorker] before anything else:
+//
+//	func TestMain(m *testing.M) {
+//		fleettest.DispatchWorker(nil) // or an OptionsFunc for extra knobs
+//		goleak.VerifyTestMain(m)
+//	}
+//
+// A worker builds a throttle Transport from its config (rules, headroom,
+// max wait, Redis addresses and namespace), prints a ready line, waits for
+// the common start signal on stdin, then runs Goroutines goroutines that
+// each loop over GET URL until start + Duration (optionally paced by
+// Interval, or stopped after Requests), and prints a [Summary]: requests
+// sent, responses by status, errors by kind, the longest wait.
+//
+// [Start] launches the processes and waits until all are ready, so slow
+// start-up (a race-enabled binary on a busy machine) never eats into the
+// run; [Fleet.Go] gives them one start instant; [Fleet.Wait] collects the
+// summaries. [Run] does all three. Workers die with the test binary
+// (Pdeathsig on Linux) and are killed and reaped by the test's cleanup.
+//
+// # Recording server
+//
+// [NewServer] starts an httptest server that records the monotonic arrival
+// time of every request at the handler's entry, and the sending worker
+// ([WorkerHeader]). Its answers can be scripted: [RespondNth] answers one
+// request with, say, 429 and Retry-After; [WithQuota] enforces a strict
+// sliding window as a real API does. [Server.StartOutside] spends part of
+// the quota from an unthrottled consumer in the test process.
+//
+// # Analysis
+//
+// [MaxInWindow], [CountIn], [RateIn], [FirstIn], [PerSecond] and [Span]
+// work on arrival offsets ([Arrivals.Times]).
+package fleettest

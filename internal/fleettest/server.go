@@ -1,0 +1,278 @@
+package fleettest
+
+import (
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// WorkerHeader carries the sender's id on every request a worker sends, so
+// the server can tell the processes apart. Its value is the worker's index
+// in the fleet, or "outside" for the outside consumer.
+const WorkerHeader = "X-Fleet-Worker"
+
+// WarmUpHeader marks the requests a worker sends before the start to open
+// its connections. The server holds them for [WarmUpHold], so that they
+// overlap and each opens a connection, answers 204 and does not record
+// them.
+const WarmUpHeader = "X-Fleet-Warm-Up"
+
+// WarmUpHold is how long the server holds a warm-up request.
+const WarmUpHold = 50 * time.Millisecond
+
+// Worker ids of arrivals that do not come from a fleet worker.
+const (
+	// UnknownWorker marks a request without a valid [WorkerHeader].
+	UnknownWorker = -1
+	// OutsideWorker marks a request of the outside consumer
+	// ([Server.StartOutside]).
+	OutsideWorker = -2
+)
+
+// Arrival is one request as the recording server saw it.
+type Arrival struct {
+	// Seq is the request's rank in arrival order, from 1. It is what
+	// [RespondNth] counts.
+	Seq int
+	// At is the arrival time: the monotonic time at the handler's entry, as
+	// an offset from the server's epoch ([Server.Epoch]).
+	At time.Duration
+	// Worker is the sender's index in the fleet, [OutsideWorker] or
+	// [UnknownWorker].
+	Worker int
+	// Status is the status code the server answered.
+	Status int
+}
+
+// Arrivals is a list of arrivals with filters for analysis.
+type Arrivals []Arrival
+
+// Times returns the arrival times, in order.
+func (as Arrivals) Times() []time.Duration {
+	ts := make([]time.Duration, len(as))
+	for i, a := range as {
+		ts[i] = a.At
+	}
+	return ts
+}
+
+// Filter returns the arrivals for which keep returns true.
+func (as Arrivals) Filter(keep func(Arrival) bool) Arrivals {
+	var out Arrivals
+	for _, a := range as {
+		if keep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Fleet returns the arrivals sent by fleet workers.
+func (as Arrivals) Fleet() Arrivals { return as.Filter(func(a Arrival) bool { return a.Worker >= 0 }) }
+
+// Status returns the arrivals answered with the given status code.
+func (as Arrivals) Status(code int) Arrivals {
+	return as.Filter(func(a Arrival) bool { return a.Status == code })
+}
+
+// FromWorker returns the arrivals of one worker (or [OutsideWorker]).
+func (as Arrivals) FromWorker(id int) Arrivals {
+	return as.Filter(func(a Arrival) bool { return a.Worker == id })
+}
+
+// Response is a scripted answer.
+type Response struct {
+	Status int         // the status code; 0 means 200
+	Header http.Header // added to the response; may be nil
+}
+
+// Quota makes the server enforce a strict sliding-window limit, as a real
+// API does: a request is answered 429 when Limit requests were already
+// accepted in the Window before it (the half-open interval (now-Window,
+// now]). Rejected requests do not count against the quota. The zero Quota
+// (Limit 0) enforces nothing.
+type Quota struct {
+	Limit  int
+	Window time.Duration
+	// RetryAfter adds "Retry-After: s" to every 429: the whole seconds,
+	// rounded up and at least 1, until the oldest accepted request leaves
+	// the window.
+	RetryAfter bool
+	// RateLimitHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (delta seconds until the oldest accepted request
+	// leaves the window, rounded up) to every response.
+	RateLimitHeaders bool
+}
+
+// ServerOption configures a recording server.
+type ServerOption interface {
+	apply(*Server)
+}
+
+type serverOptionFunc func(*Server)
+
+func (f serverOptionFunc) apply(s *Server) { f(s) }
+
+// RespondNth answers the k-th arrival (Seq k, counted over every sender,
+// from 1) with r instead of the usual answer. It may be given for several
+// k; the last one given for a k wins. The k-th arrival does not count
+// against a [Quota].
+func RespondNth(k int, r Response) ServerOption {
+	return serverOptionFunc(func(s *Server) { s.nth[k] = r })
+}
+
+// WithQuota makes the server enforce q.
+func WithQuota(q Quota) ServerOption {
+	return serverOptionFunc(func(s *Server) { s.quota = q })
+}
+
+// Server is a recording HTTP server on a loopback port: it records the
+// arrival of every request and answers 200 "ok", or a scripted answer
+// ([RespondNth], [WithQuota]). Its handler never fails the test; everything
+// it sees is recorded for the test goroutine to check.
+//
+// Create one with [NewServer]; it is closed by the test's cleanup. Its
+// methods are safe for concurrent use.
+type Server struct {
+	// URL is the server's base URL, such as http://127.0.0.1:1234.
+	URL string
+
+	srv   *httptest.Server
+	epoch time.Time // carries a monotonic reading: offsets use it
+	nth   map[int]Response
+	quota Quota
+
+	mu       sync.Mutex
+	arrivals []Arrival
+	accepted []time.Duration // arrival times of accepted requests, for the quota
+}
+
+// NewServer starts a recording server, closed by t.Cleanup.
+func NewServer(t testing.TB, opts ...ServerOption) *Server {
+	t.Helper()
+	s := &Server{nth: make(map[int]Response)}
+	for _, o := range opts {
+		o.apply(s)
+	}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	// A fleet opens dozens of keep-alive connections; the defaults suit.
+	s.epoch = time.Now()
+	s.srv.Start()
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Epoch returns the instant arrival offsets count from.
+func (s *Server) Epoch() time.Time { return s.epoch }
+
+// Offset returns t as an offset from the epoch, comparable with
+// [Arrival.At]. A t read from time.Now in this process compares by the
+// monotonic clock; a t decoded from another process (wall clock only) by
+// the wall clock.
+func (s *Server) Offset(t time.Time) time.Duration { return t.Sub(s.epoch) }
+
+// Arrivals returns a copy of every arrival so far, sorted by arrival time.
+func (s *Server) Arrivals() Arrivals {
+	s.mu.Lock()
+	out := slices.Clone(s.arrivals)
+	s.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Arrival) int { return int(a.At - b.At) })
+	return out
+}
+
+// Count returns the number of arrivals so far.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.arrivals)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Since(s.epoch)
+	if r.Header.Get(WarmUpHeader) != "" {
+		time.Sleep(WarmUpHold)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	worker := parseWorker(r.Header.Get(WorkerHeader))
+	// Bodies are tiny or absent; draining keeps the connection reusable.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<16))
+
+	s.mu.Lock()
+	seq := len(s.arrivals) + 1
+	resp, scripted := s.nth[seq]
+	if !scripted {
+		resp = s.applyQuotaLocked(at)
+	}
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	s.arrivals = append(s.arrivals, Arrival{Seq: seq, At: at, Worker: worker, Status: resp.Status})
+	s.mu.Unlock()
+
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// applyQuotaLocked decides the answer under the quota and books an accepted
+// request. s.mu must be held.
+func (s *Server) applyQuotaLocked(at time.Duration) Response {
+	q := s.quota
+	if q.Limit <= 0 {
+		return Response{}
+	}
+	// Forget accepted requests that left the window (now-Window, now].
+	i := 0
+	for i < len(s.accepted) && s.accepted[i] <= at-q.Window {
+		i++
+	}
+	s.accepted = s.accepted[i:]
+	resp := Response{Header: http.Header{}}
+	ok := len(s.accepted) < q.Limit
+	if ok {
+		// Handlers race between reading the clock and taking the lock;
+		// keep the list sorted so pruning stays correct.
+		j, _ := slices.BinarySearch(s.accepted, at)
+		s.accepted = slices.Insert(s.accepted, j, at)
+	} else {
+		resp.Status = http.StatusTooManyRequests
+	}
+	reset := time.Duration(0)
+	if len(s.accepted) > 0 {
+		reset = s.accepted[0] + q.Window - at
+	}
+	if !ok && q.RetryAfter {
+		resp.Header.Set("Retry-After", strconv.Itoa(max(ceilSeconds(reset), 1)))
+	}
+	if q.RateLimitHeaders {
+		resp.Header.Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
+		resp.Header.Set("X-RateLimit-Remaining", strconv.Itoa(max(q.Limit-len(s.accepted), 0)))
+		resp.Header.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(reset)))
+	}
+	return resp
+}
+
+func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
+func parseWorker(v string) int {
+	if v == "outside" {
+		return OutsideWorker
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return UnknownWorker
+	}
+	return n
+}

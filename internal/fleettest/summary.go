@@ -1,0 +1,236 @@
+package fleettest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/throttlekit/throttle"
+)
+
+// Error kinds counted in [Summary.Errors]: why a request got no response.
+const (
+	// ErrKindBeyondDeadline: the slot lay beyond the request's deadline.
+	// Expected at the end of every run, whose end is every request's
+	// deadline.
+	ErrKindBeyondDeadline = "beyond_deadline"
+	// ErrKindBeyondMaxWait: the slot lay beyond WithMaxWait.
+	ErrKindBeyondMaxWait = "beyond_max_wait"
+	// ErrKindQueueFull: the bucket had too many waiters.
+	ErrKindQueueFull = "queue_full"
+	// ErrKindStoreUnavailable: the shared store failed (fail-closed mode).
+	ErrKindStoreUnavailable = "store_unavailable"
+	// ErrKindInvalidRule: a rule rejected the request or the configuration.
+	ErrKindInvalidRule = "invalid_rule"
+	// ErrKindContext: the request's context ended while it waited for its
+	// slot, before departure. Expected, rarely, at the end of a run: a
+	// sleep that wakes late on a busy machine finds the run over.
+	ErrKindContext = "context"
+	// ErrKindInFlight: the request departed but got no response (its
+	// context ended in flight, or the connection failed).
+	ErrKindInFlight = "in_flight"
+	// ErrKindOther: anything else (a Redis error surfacing, say). The
+	// first messages are kept in [Summary.Samples].
+	ErrKindOther = "other"
+)
+
+// maxSamples bounds the error messages a summary keeps.
+const maxSamples = 5
+
+// Summary is what a worker reports when it is done.
+type Summary struct {
+	ID int `json:"id"`
+	// Attempts counts client.Do calls; Sent those handed to the network
+	// (past the throttle).
+	Attempts int `json:"attempts"`
+	Sent     int `json:"sent"`
+	// Statuses counts responses by status code.
+	Statuses map[int]int `json:"statuses"`
+	// Errors counts failed requests by kind (the ErrKind constants).
+	Errors map[string]int `json:"errors"`
+	// Samples holds the first few distinct error messages.
+	Samples []string `json:"samples,omitempty"`
+	// MaxWait is the longest time a request spent between client.Do and
+	// departure: its wait for a slot, plus the store's round trips.
+	MaxWait time.Duration `json:"max_wait"`
+	// FirstSend and LastSend are the wall-clock departure times of the
+	// first and last request sent (zero when none was).
+	FirstSend time.Time `json:"first_send"`
+	LastSend  time.Time `json:"last_send"`
+	// Departures are the wall-clock departure times of every request sent,
+	// in order, when WorkerConfig.RecordDepartures is set.
+	Departures []time.Time `json:"departures,omitempty"`
+	// Stalls are the times the worker process was not running, as its
+	// stall watcher saw them during the run (see [StallThreshold]).
+	Stalls []Stall `json:"stalls,omitempty"`
+	// Start and End are the run's bounds as the worker saw them.
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Killed is set by [Fleet.Wait] for a worker killed by [Fleet.Kill],
+	// which reported nothing.
+	Killed bool `json:"killed,omitempty"`
+}
+
+// Responses returns the number of responses of every status.
+func (s *Summary) Responses() int {
+	n := 0
+	for _, c := range s.Statuses {
+		n += c
+	}
+	return n
+}
+
+// ErrorCount returns the number of failed requests of every kind.
+func (s *Summary) ErrorCount() int {
+	n := 0
+	for _, c := range s.Errors {
+		n += c
+	}
+	return n
+}
+
+// tally accumulates a Summary from many goroutines.
+type tally struct {
+	record bool // keep every departure time
+
+	mu sync.Mutex
+	s  Summary
+}
+
+func newTally(id int, record bool) *tally {
+	return &tally{record: record, s: Summary{ID: id, Statuses: map[int]int{}, Errors: map[string]int{}}}
+}
+
+// departed records a request handed to the network after waiting wait.
+func (t *tally) departed(at time.Time, wait time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.s.Sent++
+	if t.record {
+		t.s.Departures = append(t.s.Departures, at)
+	}
+	t.s.MaxWait = max(t.s.MaxWait, wait)
+	if t.s.FirstSend.IsZero() || at.Before(t.s.FirstSend) {
+		t.s.FirstSend = at
+	}
+	if at.After(t.s.LastSend) {
+		t.s.LastSend = at
+	}
+}
+
+// done records the outcome of one client.Do and returns the error's kind,
+// or "" for a response.
+func (t *tally) done(status int, err error, departed bool) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.s.Attempts++
+	if err == nil {
+		t.s.Statuses[status]++
+		return ""
+	}
+	kind := errKind(err, departed)
+	t.s.Errors[kind]++
+	if kind == ErrKindOther || kind == ErrKindInFlight {
+		t.sampleLocked(err.Error())
+	}
+	return kind
+}
+
+func (t *tally) sampleLocked(msg string) {
+	if len(t.s.Samples) >= maxSamples || slices.Contains(t.s.Samples, msg) {
+		return
+	}
+	t.s.Samples = append(t.s.Samples, msg)
+}
+
+func (t *tally) summary() Summary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.s
+	slices.SortFunc(s.Departures, func(a, b time.Time) int { return a.Compare(b) })
+	return s
+}
+
+// Stalls returns the stalls of every summary.
+func Stalls(sums []Summary) []Stall {
+	var out []Stall
+	for _, s := range sums {
+		out = append(out, s.Stalls...)
+	}
+	return out
+}
+
+// Departures returns the departures of every summary as offsets from
+// epoch (a Server's Epoch), sorted: the fleet's sends as the workers saw
+// them, comparable with the server's arrivals. The workers must have run
+// with RecordDepartures.
+func Departures(sums []Summary, epoch time.Time) []time.Duration {
+	var out []time.Duration
+	for _, s := range sums {
+		for _, d := range s.Departures {
+			out = append(out, d.Sub(epoch))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errKind classifies a client.Do error. The transport's typed errors come
+// first: a WaitError past the deadline also matches
+// context.DeadlineExceeded.
+func errKind(err error, departed bool) string {
+	switch {
+	case departed:
+		return ErrKindInFlight
+	case errors.Is(err, throttle.ErrBeyondDeadline):
+		return ErrKindBeyondDeadline
+	case errors.Is(err, throttle.ErrBeyondMaxWait):
+		return ErrKindBeyondMaxWait
+	case errors.Is(err, throttle.ErrQueueFull):
+		return ErrKindQueueFull
+	case errors.Is(err, throttle.ErrStoreUnavailable):
+		return ErrKindStoreUnavailable
+	case errors.Is(err, throttle.ErrInvalidRule):
+		return ErrKindInvalidRule
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return ErrKindContext
+	}
+	return ErrKindOther
+}
+
+// Totals sums the summaries of a fleet.
+func Totals(sums []Summary) Summary {
+	t := Summary{ID: -1, Statuses: map[int]int{}, Errors: map[string]int{}}
+	for _, s := range sums {
+		t.Attempts += s.Attempts
+		t.Sent += s.Sent
+		t.MaxWait = max(t.MaxWait, s.MaxWait)
+		for k, v := range s.Statuses {
+			t.Statuses[k] += v
+		}
+		for k, v := range s.Errors {
+			t.Errors[k] += v
+		}
+		for _, m := range s.Samples {
+			if len(t.Samples) < maxSamples {
+				t.Samples = append(t.Samples, "worker "+strconv.Itoa(s.ID)+": "+m)
+			}
+		}
+		if !s.FirstSend.IsZero() && (t.FirstSend.IsZero() || s.FirstSend.Before(t.FirstSend)) {
+			t.FirstSend = s.FirstSend
+		}
+		if s.LastSend.After(t.LastSend) {
+			t.LastSend = s.LastSend
+		}
+		if t.Start.IsZero() || s.Start.Before(t.Start) {
+			t.Start = s.Start
+		}
+		if s.End.After(t.End) {
+			t.End = s.End
+		}
+	}
+	return t
+}
