@@ -103,7 +103,7 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 		}
 		spreadIv := span / f.spread
 		// Tighten only: the bucket could admit more than spread in span.
-		if believed := (now+span-max(tat, now))/cur + burst; f.spread < believed && spreadIv > cur {
+		if believed := max(now+span-max(tat, now), 0)/cur + burst; f.spread < believed && spreadIv > cur {
 			a = adaptation{rate0: unitsPerSecond / float64(spreadIv), t0: now, until: now + span}
 			has = true
 			tat = max(tat, satAdd(now, satMul(spreadIv, burst-1)))

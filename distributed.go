@@ -13,7 +13,8 @@ import (
 type store interface {
 	// reserve books one slot in every bucket of bs, all or nothing, if the
 	// request can depart within maxWait, and returns the wait until it may
-	// depart. When the wait would exceed maxWait nothing is booked and the
+	// depart. Each bucket is booked at the request's earliest time in it;
+	// the request departs at the latest of those times. When the wait would exceed maxWait nothing is booked and the
 	// reservation has ok false and the wait that would have been needed.
 	// An error means the store could not decide; nothing was booked.
 	reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error)
@@ -26,6 +27,11 @@ type store interface {
 	// pause holds every bucket of bs shut for d from the store's now: the
 	// next request departs no earlier, and the bucket refills from empty.
 	pause(ctx context.Context, bs []bucket, d time.Duration) error
+
+	// adapt applies the server's feedback to every bucket of bs: it may
+	// slow a bucket below its rule for a while, never speed it up (see
+	// adapt.go).
+	adapt(ctx context.Context, bs []bucket, f feedback) error
 }
 
 // bucket is one bucket a request needs, with the parameters of its rule.

@@ -43,8 +43,14 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	defer s.mu.Unlock()
 	s.maybeSweep(now)
 
-	// The request departs when its slowest bucket lets it, and is booked in
-	// every bucket at that one time.
+	// The request departs when its slowest bucket lets it. Each bucket is
+	// booked at the request's earliest time in it, not at the departure:
+	// booking a bucket at a later time would leave its capacity before then
+	// unused, and a deep queue on one endpoint would hold every other
+	// endpoint behind it in a shared account-wide bucket. The price is that
+	// a request held back by one bucket leaves the others later than they
+	// counted it; the pacing of waiters (queue.go) keeps that from bunching
+	// within a process.
 	depart, limiter := now, 0
 	for i, b := range bs {
 		if at := gcraAllowAt(s.tats[b.key], now, s.intervalLocked(b, now), b.burst, b.cost); at > depart {
@@ -61,7 +67,8 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	for i, b := range bs {
 		prev := s.tats[b.key]
 		r.prev[i] = prev
-		r.booked[i] = gcraBook(prev, depart, s.intervalLocked(b, now), b.cost)
+		iv := s.intervalLocked(b, now)
+		r.booked[i] = gcraBook(prev, gcraAllowAt(prev, now, iv, b.burst, b.cost), iv, b.cost)
 		s.tats[b.key] = r.booked[i]
 	}
 	return r, nil

@@ -17,20 +17,28 @@ import (
 // NOSCRIPT (its script cache was flushed, or it restarted), so they never
 // need loading up front.
 var (
+	//go:embed bucket.lua
+	bucketLua string
+
 	//go:embed reserve.lua
-	reserveSrc    string
+	reserveLua    string
+	reserveSrc    = bucketLua + reserveLua
 	reserveScript = redis.NewScript(reserveSrc)
 	// reserveSHA and reserveSrcArg are boxed once, not per call.
 	reserveSHA    any = reserveScript.Hash()
 	reserveSrcArg any = reserveSrc
 
 	//go:embed refund.lua
-	refundSrc    string
-	refundScript = redis.NewScript(refundSrc)
+	refundLua    string
+	refundScript = redis.NewScript(bucketLua + refundLua)
 
 	//go:embed pause.lua
-	pauseSrc    string
-	pauseScript = redis.NewScript(pauseSrc)
+	pauseLua    string
+	pauseScript = redis.NewScript(bucketLua + pauseLua)
+
+	//go:embed adapt.lua
+	adaptLua    string
+	adaptScript = redis.NewScript(bucketLua + adaptLua)
 )
 
 // errRedisReply reports a script reply of an unexpected shape: a Redis (or
@@ -42,10 +50,6 @@ var errRedisReply = errors.New("throttle: unexpected reply from Redis")
 // (about 2^50.6 today) held in Lua doubles, exact below 2^53; with each
 // span at most 2^49 µs (17.8 years) no sum the scripts form reaches 2^53.
 const maxSpanMicros = 1 << 49
-
-// maxSplitRounds bounds the rebooking rounds of a request whose buckets
-// live under several hash tags (see reserveSplit).
-const maxSplitRounds = 8
 
 // redisStore keeps buckets in Redis, shared by every Transport using the
 // same Redis and namespace. A bucket is one string key holding its TAT in
@@ -213,7 +217,7 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	}
 	tats := make([]int64, 2*len(bs))
 	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked)
+	ok, wait, limiter, err := s.reserveGroup(ctx, bs, spanMicros(maxWait, false), r.prev, r.booked)
 	if err != nil {
 		return reservation{}, err
 	}
@@ -224,17 +228,16 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	return r, nil
 }
 
-// reserveGroup runs reserve.lua for buckets bs, departing no
-// earlier than floor µs from Redis's now. When booked it fills prev and
-// booked with the buckets' TATs. limiter indexes bs.
+// reserveGroup runs reserve.lua for buckets bs. When booked it fills prev
+// and booked with the buckets' TATs. limiter indexes bs.
 //
 // It is the hot path, trimmed for allocations: instead of Script.Run (which
 // copies the keys into a new argument list and boxes each key and the
 // digest) it sends EVALSHA through Do with a pooled argument list whose
 // numbers and keys go by pointer (go-redis writes *int64 and *string
 // without boxing), and falls back to EVAL on NOSCRIPT as Script.Run does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
-	c := getScriptCall(len(bs), 3+3*len(bs))
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
+	c := getScriptCall(len(bs), 2+3*len(bs))
 	defer putScriptCall(c)
 	c.args = append(c.args, "evalsha", reserveSHA, len(bs))
 	for i := range bs {
@@ -247,10 +250,10 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 		c.nums[0] = s.nowMicros()
 		c.args = append(c.args, &c.nums[0])
 	}
-	c.nums[1], c.nums[2] = maxWait, floor
-	c.args = append(c.args, &c.nums[1], &c.nums[2])
+	c.nums[1] = maxWait
+	c.args = append(c.args, &c.nums[1])
 	for i := range bs {
-		j := 3 + 3*i
+		j := 2 + 3*i
 		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
 		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2])
 	}
@@ -447,6 +450,55 @@ func (s *redisStore) pauseGroup(ctx context.Context, bs []bucket, idx []int, d t
 	return nil
 }
 
+func (s *redisStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
+	if len(bs) == 0 || f.empty() {
+		return nil
+	}
+	var errs []error
+	for _, idx := range s.groupsOrAll(bs) {
+		errs = append(errs, s.adaptGroup(ctx, bs, idx, f))
+	}
+	return errors.Join(errs...)
+}
+
+// groupsOrAll returns the tag groups of bs when they may be split, or one
+// nil group meaning all of them.
+func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
+	if s.split {
+		if groups := s.groups(bs); len(groups) > 1 {
+			return groups
+		}
+	}
+	return [][]int{nil}
+}
+
+// adaptGroup runs adapt.lua for the buckets of bs at indices idx, or all of
+// them when idx is nil.
+func (s *redisStore) adaptGroup(ctx context.Context, bs []bucket, idx []int, f feedback) error {
+	n := len(bs)
+	if idx != nil {
+		n = len(idx)
+	}
+	keys := make([]string, 0, n)
+	args := make([]any, 0, 7+2*n)
+	args = append(args, s.nowArg(), f.slow, f.spread, spanMicros(f.spreadIn, false),
+		spanMicros(slowCooldown, false), minRateFraction, recoverPerSecond)
+	for j := range n {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		keys = append(keys, s.key(&bs[i]))
+		args = append(args, micros(bs[i].interval), bs[i].burst)
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	if err := adaptScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("throttle: redis adapt: %w", err)
+	}
+	return nil
+}
+
 // groups returns the indices of bs grouped by hash tag, in order of first
 // appearance: each group can be booked by one script call on a Cluster.
 func (s *redisStore) groups(bs []bucket) [][]int {
@@ -467,86 +519,49 @@ outer:
 	return groups
 }
 
-// errSplitUnsettled reports that the groups of a split request kept
-// pushing its departure later (heavy contention); nothing stays booked.
-var errSplitUnsettled = errors.New("throttle: redis reserve: buckets in different hash tags kept moving the departure")
-
 // reserveSplit books a request whose buckets live under several hash tags
-// (WithHashTagPerKey on a Cluster), one reserve.lua call per tag group,
-// keeping localStore's guarantee as far as separate calls allow:
-//
-//   - One departure: groups are booked in turn, each no earlier than the
-//     latest departure seen so far (the floor). When a group needs a later
-//     departure, the groups booked before it are refunded and booked again
-//     at the new floor, so every bucket is booked at the time the request
-//     actually departs (give or take the calls' round trips: waits are
-//     relative to each call's now).
-//   - All or nothing: when a group cannot be booked within maxWait, or a
-//     call fails, every group booked so far is refunded. A refund only
-//     restores a bucket whose slot is still its last one booked (see
-//     refund.lua); otherwise that slot stays spent: the fleet runs under
-//     the limit, never over.
-//   - Not isolated: between the calls, other requests see the bookings of
-//     the groups already made, and may wait behind a slot that is then
-//     refunded.
+// (WithHashTagPerKey on a Cluster), one reserve.lua call per tag group. As
+// in one call, each bucket is booked at the request's earliest time in it
+// and the request departs at the latest of those times, so the groups need
+// no common time and are booked in turn. All or nothing holds as far as
+// separate calls allow: when a group cannot be booked within maxWait, or a
+// call fails, the groups booked so far are refunded. A refund only restores
+// a bucket whose slot is still its last one booked (see refund.lua);
+// otherwise that slot stays spent: the fleet runs under the limit, never
+// over. The calls are not isolated: between them, other requests see the
+// bookings already made.
 func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
 	n := len(bs)
 	tats := make([]int64, 2*n)
 	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
 	maxUs := spanMicros(maxWait, false)
 	booked := make([]bool, len(groups))
-	var floor int64
+	var depart int64
 	limiter := 0
-	for round := 0; ; round++ {
-		if round == maxSplitRounds {
+	for g, idx := range groups {
+		gb := make([]bucket, len(idx))
+		gt := make([]int64, 2*len(idx))
+		for j, i := range idx {
+			gb[j] = bs[i]
+		}
+		ok, wait, lim, err := s.reserveGroup(ctx, gb, maxUs, gt[:len(idx)], gt[len(idx):])
+		if err != nil {
 			s.rollback(ctx, &r, groups, booked)
-			return reservation{}, fmt.Errorf("%w after %d rounds", errSplitUnsettled, round)
+			return reservation{}, err
 		}
-		for g, idx := range groups {
-			if booked[g] {
-				continue
-			}
-			gb := make([]bucket, len(idx))
-			gt := make([]int64, 2*len(idx))
-			for j, i := range idx {
-				gb[j] = bs[i]
-			}
-			ok, wait, lim, err := s.reserveGroup(ctx, gb, floor, maxUs, gt[:len(idx)], gt[len(idx):])
-			if err != nil {
-				s.rollback(ctx, &r, groups, booked)
-				return reservation{}, err
-			}
-			if !ok {
-				s.rollback(ctx, &r, groups, booked)
-				return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs}, nil
-			}
-			for j, i := range idx {
-				r.prev[i], r.booked[i] = gt[j], gt[len(idx)+j]
-			}
-			booked[g] = true
-			if wait > floor {
-				floor, limiter = wait, idx[lim]
-				// The groups booked so far depart earlier than this one:
-				// book them again at the new floor.
-				for h := range groups {
-					if h != g && booked[h] {
-						// A failed refund leaves the slot spent; the
-						// rebooking reports any outage.
-						_ = s.refundGroup(context.WithoutCancel(ctx), &r, groups[h])
-						booked[h] = false
-					}
-				}
-			}
+		if !ok {
+			s.rollback(ctx, &r, groups, booked)
+			return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs}, nil
 		}
-		settled := true
-		for _, b := range booked {
-			settled = settled && b
+		for j, i := range idx {
+			r.prev[i], r.booked[i] = gt[j], gt[len(idx)+j]
 		}
-		if settled {
-			break
+		booked[g] = true
+		if wait > depart {
+			depart, limiter = wait, idx[lim]
 		}
 	}
-	r.ok, r.wait, r.limiter = true, time.Duration(floor)*time.Microsecond, limiter
+	r.ok, r.wait, r.limiter = true, time.Duration(depart)*time.Microsecond, limiter
 	return r, nil
 }
 

@@ -1,0 +1,63 @@
+-- bucket.lua: the helpers every script shares. store_redis.go prepends this
+-- file to each script, so each still runs as one atomic call.
+--
+-- A bucket key holds "tat" or "tat rate0 t0 slope until": its TAT in µs
+-- since the Unix epoch (Redis's clock) and, while the server's feedback
+-- holds the bucket below its rule (adapt.go), the adaptation: rate0 units of
+-- cost per second at t0 (µs), climbing by slope per second, over at until
+-- (µs). Integers are written with %.0f (exact below 2^53; tostring would
+-- round to 14 digits), rates with %.17g.
+
+-- now_us returns the time in µs: Redis's TIME, or arg when a test passes one.
+local function now_us(arg)
+  if arg == '' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return tonumber(arg)
+end
+
+-- load returns a bucket's TAT and its adaptation, nil when there is none
+-- in force at now.
+local function load(key, now)
+  local v = redis.call('GET', key)
+  if not v then
+    return 0, nil
+  end
+  if not string.find(v, ' ', 1, true) then
+    return tonumber(v) or 0, nil
+  end
+  local tat, r0, t0, slope, untilT = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
+  tat = tonumber(tat) or 0
+  local a = {tonumber(r0), tonumber(t0), tonumber(slope), tonumber(untilT)}
+  if not (a[1] and a[2] and a[3] and a[4]) or a[4] <= now then
+    return tat, nil
+  end
+  return tat, a
+end
+
+-- interval returns the interval in force at now for a rule of interval iv:
+-- slower while adapted, never faster (adaptation.intervalAt in leaky.go).
+local function interval(iv, a, now)
+  if not a or now >= a[4] then
+    return iv
+  end
+  local rate = a[1] + a[3] * (now - a[2]) / 1000000
+  if rate <= 0 then
+    return iv
+  end
+  return math.max(iv, math.ceil(1000000 / rate))
+end
+
+-- save writes a bucket back. It expires a second after both its TAT and its
+-- adaptation have passed: a bucket whose TAT has passed equals a new one.
+local function save(key, tat, a, now)
+  local v = string.format('%.0f', tat)
+  local last = tat
+  if a and a[4] > now then
+    v = v .. string.format(' %.17g %.0f %.17g %.0f', a[1], a[2], a[3], a[4])
+    last = math.max(last, a[4])
+  end
+  redis.call('SET', key, v, 'PX', string.format('%.0f', math.ceil(math.max(last - now, 0) / 1000) + 1000))
+end
+
