@@ -217,6 +217,23 @@ func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration)
 	return nil
 }
 
+// adapt passes the server's feedback to the shared buckets. During an
+// outage it is dropped: the local buckets run at this replica's share of
+// the rule, already below it, and the shared bucket learns again from the
+// next responses once Redis is back.
+func (f *fallbackStore) adapt(ctx context.Context, bs []bucket, fb feedback) error {
+	if !f.brk.closed() {
+		return nil
+	}
+	_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.primary.adapt(ctx, bs, fb)
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	return err
+}
+
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
 // on a goroutine of its own and bounded returns at the timeout even if call
 // does not; if call's result arrives after that, abandoned (when not nil)

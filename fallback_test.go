@@ -81,6 +81,13 @@ func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return s.inner.pause(ctx, bs, d)
 }
 
+func (s *flakyStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.inner.adapt(ctx, bs, f)
+}
+
 func (s *flakyStore) set(failing bool) {
 	s.mu.Lock()
 	s.failing = failing

@@ -35,11 +35,7 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response
 		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
 	}
 	if f := feedbackFor(sig, bs); !f.empty() {
-		if a, ok := t.store.(interface {
-			adapt(context.Context, []bucket, feedback) error
-		}); ok {
-			_ = a.adapt(context.WithoutCancel(ctx), bs, f)
-		}
+		_ = t.store.adapt(context.WithoutCancel(ctx), bs, f)
 	}
 	return sig
 }
