@@ -13,6 +13,9 @@ var (
 	// ErrInvalidRule is wrapped by every [*RuleError].
 	ErrInvalidRule = errors.New("throttle: invalid rule")
 
+	// ErrInvalidOption is wrapped by every [*OptionError].
+	ErrInvalidOption = errors.New("throttle: invalid option")
+
 	// ErrBeyondDeadline reports that a request's slot lies beyond its
 	// context's deadline. A [*WaitError] wrapping it also matches
 	// [context.DeadlineExceeded].
@@ -45,6 +48,19 @@ func (e *RuleError) Error() string {
 
 // Unwrap returns [ErrInvalidRule].
 func (e *RuleError) Unwrap() error { return ErrInvalidRule }
+
+// OptionError reports an option given an invalid value. It names the option.
+type OptionError struct {
+	Option string // the option, e.g. "WithHeadroom"
+	Reason string // what is wrong with its value
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("throttle: %s: %s", e.Option, e.Reason)
+}
+
+// Unwrap returns [ErrInvalidOption].
+func (e *OptionError) Unwrap() error { return ErrInvalidOption }
 
 // WaitError reports a request rejected because its slot lies too far ahead.
 // Nothing was booked for it: the slot stays free for other requests.

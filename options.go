@@ -45,8 +45,9 @@ type config struct {
 	dialects      []Dialect
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
-	// newStore, when set (WithRedis), makes the store shared by the fleet.
-	newStore func(*config) (store, error)
+	// redis, when it has a client (WithRedis), makes the store shared by
+	// the fleet.
+	redis redisSettings
 }
 
 func defaultConfig() config {
@@ -55,6 +56,7 @@ func defaultConfig() config {
 		maxQueue: DefaultMaxQueue,
 		headroom: DefaultHeadroom,
 		clock:    systemClock{},
+		redis:    redisSettings{namespace: DefaultNamespace},
 	}
 }
 
@@ -88,7 +90,7 @@ func WithMaxQueue(n int) Option {
 func WithHeadroom(fraction float64) Option {
 	return optionFunc(func(c *config) {
 		if !(fraction >= 0 && fraction <= 0.5) {
-			c.errs = append(c.errs, fmt.Errorf("throttle: WithHeadroom(%v): must be within [0, 0.5]", fraction))
+			c.errs = append(c.errs, &OptionError{Option: "WithHeadroom", Reason: fmt.Sprintf("must be within [0, 0.5], got %v", fraction)})
 			return
 		}
 		c.headroom = fraction

@@ -26,10 +26,10 @@ const DefaultNamespace = "default"
 func WithRedis(rdb redis.UniversalClient) Option {
 	return optionFunc(func(c *config) {
 		if rdb == nil {
-			c.errs = append(c.errs, fmt.Errorf("throttle: WithRedis(nil): need a Redis client"))
+			c.errs = append(c.errs, &OptionError{Option: "WithRedis", Reason: "needs a Redis client, got nil"})
 			return
 		}
-		addRedisSetting(c, func(s *redisSettings) { s.rdb = rdb })
+		c.redis.rdb = rdb
 	})
 }
 
@@ -43,10 +43,10 @@ func WithRedis(rdb redis.UniversalClient) Option {
 func WithNamespace(ns string) Option {
 	return optionFunc(func(c *config) {
 		if ns == "" || strings.ContainsAny(ns, "{}") {
-			c.errs = append(c.errs, fmt.Errorf("throttle: WithNamespace(%q): must be non-empty and contain no '{' or '}'", ns))
+			c.errs = append(c.errs, &OptionError{Option: "WithNamespace", Reason: fmt.Sprintf("%q must be non-empty and contain no '{' or '}'", ns)})
 			return
 		}
-		addRedisSetting(c, func(s *redisSettings) { s.namespace = ns })
+		c.redis.namespace = ns
 	})
 }
 
@@ -68,7 +68,7 @@ func WithNamespace(ns string) Option {
 // the keys. Without [WithRedis] it has no effect.
 func WithHashTagPerKey() Option {
 	return optionFunc(func(c *config) {
-		addRedisSetting(c, func(s *redisSettings) { s.tagPerKey = true })
+		c.redis.tagPerKey = true
 	})
 }
 
@@ -79,45 +79,10 @@ type redisSettings struct {
 	tagPerKey bool
 }
 
-// settingsCarrier hands the settings collected so far from one Redis
-// option's store constructor to the next. It is never used as a store.
-type settingsCarrier struct {
-	store
-	settings redisSettings
-}
-
-// addRedisSetting records a Redis setting in c. The options reach the
-// config only through config.newStore, so each Redis option wraps the
-// constructor set before it: when the Transport calls the outermost one, it
-// asks the inner ones (through a copy of the config whose newStore is nil,
-// which marks the call as collecting) for the settings they hold, adds its
-// own and builds the store. The options thus combine in any order. Without
-// a client (no WithRedis) the store stays local.
-func addRedisSetting(c *config, set func(*redisSettings)) {
-	prev := c.newStore
-	c.newStore = func(cfg *config) (store, error) {
-		st := redisSettings{namespace: DefaultNamespace}
-		if prev != nil {
-			inner := *cfg
-			inner.newStore = nil
-			s, err := prev(&inner)
-			if err != nil {
-				return nil, err
-			}
-			if sc, ok := s.(*settingsCarrier); ok {
-				st = sc.settings
-			}
-		}
-		set(&st)
-		if cfg.newStore == nil {
-			return &settingsCarrier{settings: st}, nil
-		}
-		if st.rdb == nil {
-			return newLocalStore(cfg.clock), nil
-		}
-		if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
-			return nil, err
-		}
-		return newRedisStore(st), nil
+// newSharedStore returns the store of a Transport given WithRedis.
+func newSharedStore(cfg *config) (store, error) {
+	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
+		return nil, err
 	}
+	return newRedisStore(cfg.redis), nil
 }

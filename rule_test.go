@@ -36,7 +36,7 @@ func TestRuleValidation(t *testing.T) {
 		{"bad path pattern", []Option{WithRules(with(func(r *Rule) { r.Match.Path = "/v1/[" }))}, "bad", "Match.Path"},
 		{"rate over one per ns", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate, r.Limit.Period = 2, time.Nanosecond }))}, "bad", "Limit.Rate"},
 		{"huge rate", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate = math.MaxInt }))}, "bad", "Limit.Rate"},
-		// An invalid WithHeadroom names no rule; the field is the option.
+		// An invalid WithHeadroom names no rule: it is an *OptionError naming the option.
 		{"headroom below 0", []Option{WithHeadroom(-0.01), WithRules(ok)}, "", "WithHeadroom"},
 		{"headroom above 0.5", []Option{WithHeadroom(0.6), WithRules(ok)}, "", "WithHeadroom"},
 		{"headroom NaN", []Option{WithHeadroom(math.NaN()), WithRules(ok)}, "", "WithHeadroom"},
@@ -44,15 +44,22 @@ func TestRuleValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New(okBase, tt.opts...)
-			var re *RuleError
-			if !errors.As(err, &re) {
-				t.Fatalf("New: err %v (%T), want a *RuleError", err, err)
-			}
-			if !errors.Is(err, ErrInvalidRule) {
-				t.Fatalf("err %v does not match ErrInvalidRule", err)
-			}
-			if re.Field != tt.wantField || (tt.wantRule != "" && re.Rule != tt.wantRule) {
-				t.Fatalf("RuleError names rule %q field %q, want rule %q field %q", re.Rule, re.Field, tt.wantRule, tt.wantField)
+			if tt.wantRule == "" {
+				var oe *OptionError
+				if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) || oe.Option != tt.wantField {
+					t.Fatalf("New: err %v (%T), want an *OptionError naming %s", err, err, tt.wantField)
+				}
+			} else {
+				var re *RuleError
+				if !errors.As(err, &re) {
+					t.Fatalf("New: err %v (%T), want a *RuleError", err, err)
+				}
+				if !errors.Is(err, ErrInvalidRule) {
+					t.Fatalf("err %v does not match ErrInvalidRule", err)
+				}
+				if re.Field != tt.wantField || re.Rule != tt.wantRule {
+					t.Fatalf("RuleError names rule %q field %q, want rule %q field %q", re.Rule, re.Field, tt.wantRule, tt.wantField)
+				}
 			}
 			if !strings.Contains(err.Error(), tt.wantField) {
 				t.Fatalf("message %q does not name the field", err)

@@ -366,7 +366,8 @@ func TestRedisNamespaces(t *testing.T) {
 
 	for _, ns := range []string{"", "a{b", "a}b"} {
 		_, err := New(okBase, WithRedis(rdb), WithNamespace(ns), WithRules(rule))
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WithNamespace(%q)", ns)) {
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Option != "WithNamespace" || !strings.Contains(err.Error(), fmt.Sprintf("%q", ns)) {
 			t.Errorf("namespace %q: err = %v, want one naming it", ns, err)
 		}
 	}

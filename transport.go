@@ -75,8 +75,8 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	if t.rules, t.err = compileRules(cfg.rules, cfg.headroom); t.err != nil {
 		return t
 	}
-	if cfg.newStore != nil {
-		t.store, t.err = cfg.newStore(&cfg)
+	if cfg.redis.rdb != nil {
+		t.store, t.err = newSharedStore(&cfg)
 	} else {
 		t.store = newLocalStore(cfg.clock)
 	}
