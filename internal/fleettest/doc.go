@@ -40,5 +40,15 @@
 // # Analysis
 //
 // [MaxInWindow], [CountIn], [RateIn], [FirstIn], [PerSecond] and [Span]
-// work on arrival offsets ([Arrivals.Times]).
+// work on arrival offsets ([Arrivals.Times]), or on the workers' own
+// departure times ([Departures], with WorkerConfig.RecordDepartures).
+//
+// # Stalls
+//
+// On a busy machine the OS may not run a process for tens of milliseconds;
+// the requests whose slots fell in that time then leave together, and a
+// window at the server holds more than the limiter scheduled. Every worker
+// reports the stalls it measured (Summary.Stalls) and [WatchStalls] measures
+// the test process's, so a test can show which busy windows the machine
+// caused ([StallTime]).
 package fleettest

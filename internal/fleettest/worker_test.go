@@ -155,3 +155,26 @@ func TestRunWorkerInProcess(t *testing.T) {
 		t.Errorf("server saw %d requests, want 3", srv.Count())
 	}
 }
+
+// TestFleetKill checks that a worker killed mid-run (as issue 5's dead
+// replica) is reported as such while the others finish normally.
+func TestFleetKill(t *testing.T) {
+	srv := fleettest.NewServer(t)
+	cfg := fleettest.WorkerConfig{URL: srv.URL, Goroutines: 1, Interval: 50 * time.Millisecond, Duration: 1500 * time.Millisecond}
+	f := fleettest.Start(t, cfg, cfg)
+	start := f.Go()
+	time.Sleep(time.Until(start.Add(500 * time.Millisecond)))
+	f.Kill(1)
+	killedAt := srv.Offset(time.Now())
+	sums := f.Wait()
+	if !sums[1].Killed || sums[0].Killed {
+		t.Fatalf("Killed flags: worker 0 %v, worker 1 %v; want false, true", sums[0].Killed, sums[1].Killed)
+	}
+	if sums[0].Sent == 0 {
+		t.Error("the surviving worker sent nothing")
+	}
+	// A request in flight at the kill may still land just after it.
+	if at, ok := fleettest.FirstIn(srv.Arrivals().FromWorker(1).Times(), killedAt+100*time.Millisecond, time.Hour); ok {
+		t.Errorf("killed worker's request arrived at %v, after the kill at %v", at, killedAt)
+	}
+}
