@@ -1,7 +1,10 @@
 package throttle
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of the outage options (see docs/OUTAGES.md).
@@ -30,7 +33,62 @@ const (
 	probeEvery = 250 * time.Millisecond
 )
 
-// outageSettings is what the outage options set.
+// WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)
+// of a Transport given [WithRedis]: a call that has not answered after d
+// counts as failed, and the request in hand is served in the outage mode
+// at once (see [WithOutageMode]). If d ≤ 0, [DefaultRedisTimeout] applies.
+// Without WithRedis it has no effect.
+func WithRedisTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.redis.outage.timeout = d })
+}
+
+// WithOutageMode sets what a Transport given [WithRedis] does while Redis
+// is unreachable: [ModeFallback] (the default: local token buckets sized to
+// this replica's share of the fleet, see [WithFleetShare]), [ModeFailOpen]
+// (requests go at once, unthrottled) or [ModeFailClosed] (requests fail
+// with an error wrapping [ErrStoreUnavailable]). Any other Mode is a
+// configuration error, an [*OptionError]. Without WithRedis it has no
+// effect.
+func WithOutageMode(m Mode) Option {
+	return optionFunc(func(c *config) {
+		if m != ModeFallback && m != ModeFailOpen && m != ModeFailClosed {
+			c.errs = append(c.errs, &OptionError{Option: "WithOutageMode", Reason: fmt.Sprintf(
+				"must be ModeFallback, ModeFailOpen or ModeFailClosed, got %v", m)})
+			return
+		}
+		c.redis.outage.mode = m
+	})
+}
+
+// WithFleetShare sets this replica's share of every rule in [ModeFallback],
+// in (0, 1]: 0.25 for one replica of four. If it is not set, the share is
+// one over the number of live replicas the heartbeat counted last, or one
+// over [DefaultFleetSize] before the first heartbeat. A value outside
+// (0, 1] is a configuration error, an [*OptionError]. Without [WithRedis]
+// it has no effect.
+func WithFleetShare(fraction float64) Option {
+	return optionFunc(func(c *config) {
+		if !(fraction > 0 && fraction <= 1) {
+			c.errs = append(c.errs, &OptionError{Option: "WithFleetShare", Reason: fmt.Sprintf(
+				"must be within (0, 1], got %v", fraction)})
+			return
+		}
+		c.redis.outage.share = fraction
+	})
+}
+
+// WithOnModeChange registers fn to be told of every change of the
+// Transport's [Mode]. fn runs on a goroutine of its own, never under a lock
+// of the Transport and never on a request's path, one change at a time in
+// the order they happened: a slow fn delays later reports, not requests.
+// It may call [Transport.Mode]. If fn is nil (the default), changes are not
+// reported. Without [WithRedis] the mode never changes.
+func WithOnModeChange(fn func(ModeChange)) Option {
+	return optionFunc(func(c *config) { c.redis.outage.onChange = fn })
+}
+
+// outageSettings is what the outage options set. The zero value means the
+// defaults: newOutageStore fills them in.
 type outageSettings struct {
 	timeout  time.Duration
 	mode     Mode
@@ -40,6 +98,35 @@ type outageSettings struct {
 
 func defaultOutageSettings() outageSettings {
 	return outageSettings{timeout: DefaultRedisTimeout, mode: ModeFallback}
+}
+
+// newOutageStore wraps the Redis store rs in the fallbackStore configured
+// by os, and gives rs the heartbeat whose count sizes the fallback. It is
+// the store of every Transport given WithRedis.
+func newOutageStore(rs *redisStore, os outageSettings, c Clock) *fallbackStore {
+	if os.timeout <= 0 {
+		os.timeout = DefaultRedisTimeout
+	}
+	if os.mode == ModeLocal {
+		os.mode = ModeFallback
+	}
+	rs.hb = newHeartbeat(rs.prefix, c)
+	// A client that applies context deadlines to its sockets keeps the
+	// timeout by itself; any other needs a goroutine per call to keep it.
+	return newFallbackStore(rs, os, c, rs.hb.size, !honoursDeadlines(rs.rdb))
+}
+
+// honoursDeadlines reports whether rdb applies context deadlines to its
+// socket reads (go-redis's ContextTimeoutEnabled). Clients of other types
+// are assumed not to.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // newFallbackStore wraps primary (the Redis store) with the outage

@@ -23,9 +23,14 @@ const (
 )
 
 var (
+	// heartbeatLua defines beat, which reserve.lua calls when a beat is
+	// due (see the var block of store_redis.go).
 	//go:embed heartbeat.lua
-	heartbeatSrc    string
-	heartbeatScript = redis.NewScript(heartbeatSrc)
+	heartbeatLua string
+
+	//go:embed heartbeat_call.lua
+	heartbeatCallLua string
+	heartbeatScript  = redis.NewScript(bucketLua + heartbeatLua + heartbeatCallLua)
 )
 
 // heartbeat registers this replica in its namespace's replica set and
@@ -59,13 +64,14 @@ func (h *heartbeat) due() bool {
 	return t >= next && h.next.CompareAndSwap(next, t+int64(h.every))
 }
 
-// args returns the ARGV of heartbeat.lua after now: the id and the TTL in µs.
+// args returns the ARGV of a beat after now: the id and the TTL in µs.
 func (h *heartbeat) args() (id string, ttlMicros int64) {
 	return h.id, micros(h.ttl)
 }
 
-// beat runs heartbeat.lua on its own (now is "" for Redis's TIME) and
-// records the count.
+// beat runs heartbeat_call.lua, a beat on its own (now is "" for Redis's
+// TIME), and records the count. Most beats ride on a reserve call instead
+// (redisStore.reserveGroup).
 func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int64, error) {
 	id, ttl := h.args()
 	n, err := heartbeatScript.Run(ctx, rdb, []string{h.key}, now, id, ttl).Int64()

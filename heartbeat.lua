@@ -1,32 +1,26 @@
--- heartbeat.lua registers a replica as alive and counts the live replicas
--- of its namespace, so that during a Redis outage each replica knows its
--- share of the fleet's quota (see docs/OUTAGES.md).
+-- heartbeat.lua: the helper that registers a replica as alive and counts the
+-- live replicas of its namespace, so that during a Redis outage each replica
+-- knows its share of the fleet's quota (see docs/OUTAGES.md). heartbeat.go
+-- prepends it (after bucket.lua) to reserve.lua, which beats on the way
+-- when a beat is due, and runs it on its own (heartbeatCall) when a
+-- request's buckets lie in other Cluster slots than the replica set.
 --
--- KEYS[1]  the namespace's replica set, "throttle:{ns}:replicas": a sorted
---          set whose members are replica ids and whose scores are the time
---          (µs, Redis's clock) at which each replica stops counting.
--- ARGV[1]  now in µs since the Unix epoch, or "" to use Redis's TIME (tests
---          only pass a now).
--- ARGV[2]  this replica's id (random; never derived from a secret).
--- ARGV[3]  TTL in µs: the replica counts until now + TTL unless it beats
---          again.
---
--- Reply: the number of live replicas, this one included (an integer ≥ 1).
---
+-- The replica set, "throttle:{ns}:replicas", is a sorted set whose members
+-- are replica ids (random; never derived from a secret) and whose scores
+-- are the time (µs, Redis's clock) at which each replica stops counting.
 -- Expired members are trimmed on every beat, and the set itself expires a
 -- second after its last member would, so a namespace whose fleet is gone
 -- leaves nothing behind. Scores stay below 2^53, exact in doubles, and are
 -- written with %.0f because tostring rounds to 14 digits.
+--
+-- Commands: ZREMRANGEBYSCORE, ZADD, PEXPIRE, ZCARD (the ACL in
+-- docs/REDIS.md grants them).
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
+-- beat registers replica id in set until now + ttl (µs) and returns the
+-- number of live replicas, this one included (an integer ≥ 1).
+local function beat(set, id, ttl, now)
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', string.format('%.0f', now))
+  redis.call('ZADD', set, string.format('%.0f', now + ttl), id)
+  redis.call('PEXPIRE', set, string.format('%.0f', math.ceil(ttl / 1000) + 1000))
+  return redis.call('ZCARD', set)
 end
-local ttl = tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
-redis.call('ZADD', KEYS[1], string.format('%.0f', now + ttl), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], string.format('%.0f', math.ceil(ttl / 1000) + 1000))
-return redis.call('ZCARD', KEYS[1])

@@ -19,8 +19,14 @@ const DefaultNamespace = "default"
 //
 // rdb may be a single node, Sentinel or Cluster client (any
 // [redis.UniversalClient]); Redis 6.0 or later is needed (7 is tested). The
-// Transport never closes rdb: its owner does. Redis errors are returned by
-// RoundTrip, wrapped. A nil rdb is a configuration error.
+// Transport never closes rdb: its owner does. A nil rdb is a configuration
+// error.
+//
+// Every Redis call is bounded by [WithRedisTimeout]; while Redis fails or
+// times out the Transport runs in its outage mode ([WithOutageMode]; by
+// default local buckets at this replica's share of each rule) and returns
+// to the shared buckets once Redis answers again (docs/OUTAGES.md).
+// [Transport.Mode] and [WithOnModeChange] tell which mode it is in.
 //
 // Without WithRedis the Transport keeps its buckets in this process.
 func WithRedis(rdb redis.UniversalClient) Option {
@@ -77,12 +83,16 @@ type redisSettings struct {
 	rdb       redis.UniversalClient
 	namespace string
 	tagPerKey bool
+	// outage is what the outage options set (fallback_options.go).
+	outage outageSettings
 }
 
-// newSharedStore returns the store of a Transport given WithRedis.
+// newSharedStore returns the store of a Transport given WithRedis: the
+// Redis store, wrapped in the fallback store that bounds its calls and
+// takes over while Redis is unreachable (docs/OUTAGES.md).
 func newSharedStore(cfg *config) (store, error) {
 	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
 		return nil, err
 	}
-	return newRedisStore(cfg.redis), nil
+	return newOutageStore(newRedisStore(cfg.redis), cfg.redis.outage, cfg.clock), nil
 }

@@ -22,7 +22,7 @@ var (
 
 	//go:embed reserve.lua
 	reserveLua    string
-	reserveSrc    = bucketLua + reserveLua
+	reserveSrc    = bucketLua + heartbeatLua + reserveLua
 	reserveScript = redis.NewScript(reserveSrc)
 	// reserveSHA and reserveSrcArg are boxed once, not per call.
 	reserveSHA    any = reserveScript.Hash()
@@ -68,8 +68,13 @@ type redisStore struct {
 	tagPerKey, split bool
 
 	// timeout bounds each Redis call on top of the caller's context; 0
-	// means the context alone. It is meant for the fallback options.
+	// means the context alone. (The fallback store bounds the calls of a
+	// Transport itself.)
 	timeout time.Duration
+	// hb, when set (newOutageStore sets it for every Transport), is this
+	// replica's heartbeat: once per interval a reserve call also registers
+	// the replica and records the count of live replicas.
+	hb *heartbeat
 	// nowMicros, when set (tests only), is passed to the scripts as now
 	// instead of Redis's TIME.
 	nowMicros func() int64
@@ -179,6 +184,17 @@ func partitionHash(b *bucket) (string, bool) {
 	return hash[1:], true
 }
 
+// anyTagged reports whether a bucket of bs has a hash tag of its own, not
+// the namespace's.
+func (s *redisStore) anyTagged(bs []bucket) bool {
+	for i := range bs {
+		if s.tag(&bs[i]) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // tag returns the hash tag of bucket b's key: buckets with equal tags live
 // in the same Cluster slot.
 func (s *redisStore) tag(b *bucket) string {
@@ -210,14 +226,27 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	if len(bs) == 0 {
 		return reservation{ok: true}, nil
 	}
+	beat := s.hb != nil && s.hb.due()
 	if s.split {
+		if beat && s.anyTagged(bs) {
+			// On a Cluster the replica set lives in the namespace's slot,
+			// which a partitioned bucket's key may not: the beat goes on
+			// its own, once per interval.
+			cctx, cancel := s.call(ctx)
+			_, err := s.hb.beat(cctx, s.rdb, s.nowArg())
+			cancel()
+			if err != nil {
+				return reservation{}, err
+			}
+			beat = false
+		}
 		if groups := s.groups(bs); len(groups) > 1 {
 			return s.reserveSplit(ctx, bs, groups, maxWait)
 		}
 	}
 	tats := make([]int64, 2*len(bs))
 	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, err := s.reserveGroup(ctx, bs, spanMicros(maxWait, false), r.prev, r.booked)
+	ok, wait, limiter, err := s.reserveGroup(ctx, bs, spanMicros(maxWait, false), r.prev, r.booked, beat)
 	if err != nil {
 		return reservation{}, err
 	}
@@ -229,20 +258,32 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 }
 
 // reserveGroup runs reserve.lua for buckets bs. When booked it fills prev
-// and booked with the buckets' TATs. limiter indexes bs.
+// and booked with the buckets' TATs. limiter indexes bs. With beat set
+// (the caller won s.hb.due, and bs share the replica set's hash tag) the
+// call also carries this replica's heartbeat and records the live count.
 //
 // It is the hot path, trimmed for allocations: instead of Script.Run (which
 // copies the keys into a new argument list and boxes each key and the
 // digest) it sends EVALSHA through Do with a pooled argument list whose
 // numbers and keys go by pointer (go-redis writes *int64 and *string
 // without boxing), and falls back to EVAL on NOSCRIPT as Script.Run does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int64, prev, booked []int64) (ok bool, wait int64, limiter int, err error) {
-	c := getScriptCall(len(bs), 2+3*len(bs))
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
+	nk, nn := len(bs), 2+3*len(bs)
+	if beat {
+		// The replica set; room for the id and the TTL in the
+		// arguments (nums[nn-2] stays unused: the id goes by pointer).
+		nk, nn = nk+1, nn+2
+	}
+	c := getScriptCall(nk, nn)
 	defer putScriptCall(c)
-	c.args = append(c.args, "evalsha", reserveSHA, len(bs))
+	c.args = append(c.args, "evalsha", reserveSHA, nk)
 	for i := range bs {
 		c.keys[i] = s.cachedKey(&bs[i])
 		c.args = append(c.args, &c.keys[i])
+	}
+	if beat {
+		c.keys[len(bs)] = s.hb.key
+		c.args = append(c.args, &c.keys[len(bs)])
 	}
 	if s.nowMicros == nil {
 		c.args = append(c.args, "")
@@ -256,6 +297,10 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int6
 		j := 2 + 3*i
 		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
 		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2])
+	}
+	if beat {
+		_, c.nums[nn-1] = s.hb.args()
+		c.args = append(c.args, &s.hb.id, &c.nums[nn-1])
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
@@ -276,6 +321,14 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int6
 	lim, rest, ok3 := nextInt(rest)
 	if !ok1 || !ok2 || !ok3 || okFlag < 0 || okFlag > 1 || lim < 0 || lim >= int64(len(bs)) || wait < 0 {
 		return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q", errRedisReply, reply)
+	}
+	if beat {
+		live, more, okL := nextInt(rest)
+		if !okL || live < 1 {
+			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q with a heartbeat", errRedisReply, reply)
+		}
+		s.hb.record(live)
+		rest = more
 	}
 	if okFlag == 0 {
 		if rest != "" {
@@ -544,7 +597,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 		for j, i := range idx {
 			gb[j] = bs[i]
 		}
-		ok, wait, lim, err := s.reserveGroup(ctx, gb, maxUs, gt[:len(idx)], gt[len(idx):])
+		ok, wait, lim, err := s.reserveGroup(ctx, gb, maxUs, gt[:len(idx)], gt[len(idx):], false)
 		if err != nil {
 			s.rollback(ctx, &r, groups, booked)
 			return reservation{}, err

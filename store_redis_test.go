@@ -360,8 +360,8 @@ func TestRedisNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 4 {
-		t.Errorf("keys = %q, want one per namespace", keys)
+	if len(keys) != 8 {
+		t.Errorf("keys = %q, want one bucket and one replica set per namespace", keys)
 	}
 
 	for _, ns := range []string{"", "a{b", "a}b"} {
@@ -379,7 +379,11 @@ func TestRedisNamespaces(t *testing.T) {
 	if _, ok := tr.store.(*localStore); !ok {
 		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
 	}
-	rs, ok := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*redisStore)
+	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*fallbackStore)
+	rs, ok := (*redisStore)(nil), false
+	if fs != nil {
+		rs, ok = fs.primary.(*redisStore)
+	}
 	if !ok || rs.prefix != "throttle:{"+DefaultNamespace+"}:" {
 		t.Errorf("default store %#v, want a redisStore with prefix throttle:{%s}:", rs, DefaultNamespace)
 	}
@@ -754,8 +758,11 @@ func TestRedisOneScriptCallPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 3 {
-		t.Errorf("keys %q, want 3", keys)
+	// The three buckets and the replica set the heartbeat rides in with
+	// the first request (at most one a second: none of the five above
+	// may have made a call of its own).
+	if len(keys) != 4 {
+		t.Errorf("keys %q, want 3 buckets and the replica set", keys)
 	}
 	for _, k := range keys {
 		if strings.Contains(k, "secret") {
@@ -816,8 +823,8 @@ func TestRedisCluster(t *testing.T) {
 			}
 		}
 		keys := keysOf(t, ns)
-		if len(keys) != 11 {
-			t.Fatalf("keys %q, want 1 global + 5×2 per account", keys)
+		if len(keys) != 12 {
+			t.Fatalf("keys %q, want 1 global + 5×2 per account + the replica set", keys)
 		}
 		owner := cl.MasterForKey(keys[0])
 		for _, k := range keys {
@@ -836,8 +843,8 @@ func TestRedisCluster(t *testing.T) {
 			}
 		}
 		keys := keysOf(t, ns)
-		if len(keys) != 61 {
-			t.Fatalf("%d keys, want 1 global + 30×2 per account", len(keys))
+		if len(keys) != 62 {
+			t.Fatalf("%d keys, want 1 global + 30×2 per account + the replica set", len(keys))
 		}
 		masters := make(map[string]int)
 		for _, k := range keys {
@@ -846,7 +853,7 @@ func TestRedisCluster(t *testing.T) {
 		if len(masters) != 3 {
 			t.Fatalf("keys spread over %v, want all 3 masters", masters)
 		}
-		t.Logf("61 keys over the masters: %v", masters)
+		t.Logf("62 keys over the masters: %v", masters)
 	})
 
 	t.Run("split requests", func(t *testing.T) {
@@ -906,10 +913,16 @@ func TestRedisCluster(t *testing.T) {
 func TestRedisTLSAndACL(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithTLS(), redistest.WithACL(
-		"user throttle on >fleet-password resetkeys ~throttle:* resetchannels -@all +evalsha +eval +get +set +time",
+		"user throttle on >fleet-password resetkeys ~throttle:* resetchannels -@all +evalsha +eval +get +set +time +zadd +zremrangebyscore +zcard +pexpire",
 	))
 	rdb := srv.ClientAs(t, "throttle", "fleet-password")
 	ctx := redisCtx(t)
+	// Dial and shake hands before the first request: under the race
+	// detector a TLS handshake alone can outlast DefaultRedisTimeout, which
+	// would send the first requests to the local fallback.
+	if err := rdb.Time(ctx).Err(); err != nil { // the user may TIME, not PING
+		t.Fatal(err)
+	}
 
 	rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 2}}
 	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
@@ -919,6 +932,11 @@ func TestRedisTLSAndACL(t *testing.T) {
 		if !errors.Is(err, want) && err != want {
 			t.Fatalf("request %d: %v, want %v", i, err, want)
 		}
+	}
+	// A command the user lacks would have sent the requests to the local
+	// fallback, whose decisions here are the same.
+	if a.Mode() != ModeShared || b.Mode() != ModeShared {
+		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"})
 	bs := []bucket{{key: "r", rule: "r", interval: time.Millisecond, burst: 2, cost: 1}}
