@@ -25,6 +25,9 @@ type Stripe struct {
 	global   *Window
 	endpoint *Window
 
+	// Arrived records the arrival of every request to a known endpoint,
+	// admitted or not: what the fleet sent, as the server saw it.
+	Arrived Log
 	// Admitted records the arrival of every request answered 200.
 	Admitted Log
 	// Limited counts the requests answered 429, LimitedGlobal those over
@@ -65,6 +68,7 @@ func (s *Stripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Stripe counts the global limit per account: the secret key.
 	account := r.Header.Get("Authorization")
+	s.Arrived.Add(now)
 	reason := ""
 	switch {
 	case !s.global.Allow(account, now):
@@ -102,7 +106,7 @@ func (s *Stripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func stripeRoute(method, path string) string {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
 	for i, s := range segs {
-		if i > 0 && strings.ContainsFunc(s, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c == '_') }) {
+		if i > 0 && strings.ContainsFunc(s, func(c rune) bool { return (c < 'a' || c > 'z') && c != '_' }) {
 			segs[i] = "{id}"
 		}
 	}
