@@ -1,0 +1,389 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// arrivals is an httptest handler that records arrival times; it never
+// fails a test itself.
+type arrivals struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (a *arrivals) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	a.mu.Lock()
+	a.at = append(a.at, time.Now())
+	a.mu.Unlock()
+}
+
+func (a *arrivals) between(from, to time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, t := range a.at {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOutageKillAndRestart runs four Transports (four replicas, each with
+// its own heartbeat) sharing one rule of 100/s through a private Redis,
+// kills Redis mid-run and restarts it with an empty memory and script
+// cache. No request may fail; the switch must come within 250 ms of the
+// kill; the rate during the outage must stay within 110 % of the rule; and
+// every replica must be back on the shared bucket within 2 s of the
+// restart. The fleet test with processes is in internal/faulttest.
+func TestOutageKillAndRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	rec := &arrivals{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+
+	const replicas, workers = 4, 4
+	rule := Rule{Name: "api", Limit: Limit{Rate: 100, Period: time.Second, Burst: 5}}
+	type change struct {
+		replica int
+		c       ModeChange
+	}
+	changes := make(chan change, 64)
+	trs := make([]*Transport, replicas)
+	for i := range trs {
+		rdb := srv.Client(t)
+		trs[i] = mustNew(t, http.DefaultTransport, WithRedis(rdb), WithNamespace(testNamespace(t)), WithRules(rule),
+			WithOnModeChange(func(c ModeChange) { changes <- change{i, c} }))
+	}
+	t.Cleanup(func() {
+		for _, tr := range trs {
+			tr.CloseIdleConnections()
+		}
+	})
+
+	stop := make(chan struct{})
+	var failures atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for _, tr := range trs {
+		client := &http.Client{Transport: tr}
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					resp, err := client.Get(api.URL)
+					if err != nil {
+						failures.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+						continue
+					}
+					_ = resp.Body.Close() // empty; nothing to report
+				}
+			}()
+		}
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+
+	// The first calls dial and load the script, which on a loaded machine
+	// can exceed the timeout: a replica may start with a short trip to
+	// fallback. Wait until every replica is shared and has counted the
+	// fleet, then forget those changes.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		settled := true
+		for _, tr := range trs {
+			settled = settled && tr.Mode() == ModeShared && tr.store.(*fallbackStore).fleet() == replicas
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("replicas did not settle on the shared bucket with a fleet of %d", replicas)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	for len(changes) > 0 {
+		<-changes
+	}
+	killed := time.Now()
+	srv.Kill()
+	var lastSwitch time.Duration
+	for range replicas {
+		select {
+		case c := <-changes:
+			if c.c.To != ModeFallback {
+				t.Fatalf("replica %d: change %+v, want to fallback", c.replica, c.c)
+			}
+			lastSwitch = max(lastSwitch, c.c.At.Sub(killed))
+		case <-time.After(5 * time.Second):
+			t.Fatal("not every replica switched to fallback")
+		}
+	}
+	t.Logf("switch to fallback: slowest replica %v after the kill", lastSwitch)
+	if lastSwitch > 250*time.Millisecond {
+		t.Errorf("switch took %v, want ≤ 250ms", lastSwitch)
+	}
+
+	time.Sleep(3 * time.Second)
+	restarted := time.Now()
+	outage := restarted.Sub(killed)
+	n := rec.between(killed, restarted)
+	rate := float64(n) / outage.Seconds()
+	t.Logf("outage %v: %d arrivals, %.1f/s = %.1f %% of the rule", outage.Round(time.Millisecond), n, rate, rate)
+	if rate > 110 {
+		t.Errorf("rate during the outage %.1f/s, want ≤ 110/s", rate)
+	}
+	srv.Restart()
+	var lastBack time.Duration
+	for range replicas {
+		select {
+		case c := <-changes:
+			if c.c.To != ModeShared {
+				t.Fatalf("replica %d: change %+v, want back to shared", c.replica, c.c)
+			}
+			lastBack = max(lastBack, c.c.At.Sub(restarted))
+		case <-time.After(5 * time.Second):
+			t.Fatal("not every replica returned to the shared bucket")
+		}
+	}
+	t.Logf("back on the shared bucket: slowest replica %v after the restart", lastBack)
+	if lastBack > 2*time.Second {
+		t.Errorf("return took %v, want ≤ 2s", lastBack)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if f := failures.Load(); f != 0 {
+		t.Errorf("%d requests failed; first: %v", f, firstErr.Load())
+	}
+}
+
+// maxStoreWait runs reserves on f for d, one at a time, and returns the
+// longest time one spent in the store and how many ran.
+func maxStoreWait(t *testing.T, f *fallbackStore, d time.Duration) (time.Duration, int) {
+	t.Helper()
+	var worst time.Duration
+	n := 0
+	b := []bucket{{key: "stall", rule: "stall", interval: time.Millisecond, burst: 1000, cost: 1}}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		start := time.Now()
+		r, err := f.reserve(context.Background(), b, time.Hour)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("reserve: %v", err)
+		}
+		if r.ok && r.wait > 0 {
+			time.Sleep(r.wait)
+		}
+		worst = max(worst, took)
+		n++
+	}
+	return worst, n
+}
+
+// TestOutageStallAndLatency stalls Redis (SIGSTOP) and then adds latency
+// through a TCP proxy: no request may wait on Redis longer than the timeout
+// plus 10 ms, with go-redis honouring context deadlines or not.
+func TestOutageStallAndLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ctxAware bool
+	}{
+		{"client ignores deadlines (guarded)", false},
+		{"client with ContextTimeoutEnabled", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			proxy := redistest.NewProxy(t, srv.Addr())
+			opt := srv.Options()
+			opt.Addr = proxy.Addr()
+			opt.ContextTimeoutEnabled = tc.ctxAware
+			rdb := srv.ClientWith(t, opt)
+			const timeout = 30 * time.Millisecond
+			tr := mustNew(t, http.DefaultTransport, WithRedis(rdb), WithNamespace(testNamespace(t)),
+				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 1000}}),
+				WithRedisTimeout(timeout))
+			f := tr.store.(*fallbackStore)
+			if f.guard == tc.ctxAware {
+				t.Fatalf("guard = %v for ContextTimeoutEnabled = %v", f.guard, tc.ctxAware)
+			}
+			if w, _ := maxStoreWait(t, f, 300*time.Millisecond); f.mode() != ModeShared {
+				t.Fatalf("healthy Redis: mode %v (worst %v)", f.mode(), w)
+			}
+
+			srv.Pause()
+			worst, n := maxStoreWait(t, f, time.Second)
+			srv.Resume()
+			t.Logf("SIGSTOP: %d reserves, longest %v in the store (timeout %v)", n, worst, timeout)
+			if worst > timeout+10*time.Millisecond {
+				t.Errorf("a reserve waited %v on a stalled Redis, want ≤ %v", worst, timeout+10*time.Millisecond)
+			}
+			if f.mode() != ModeFallback {
+				t.Errorf("mode during the stall = %v", f.mode())
+			}
+			waitMode(t, f, ModeShared)
+
+			proxy.SetLatency(200 * time.Millisecond)
+			worst, n = maxStoreWait(t, f, time.Second)
+			proxy.SetLatency(0)
+			t.Logf("200 ms latency: %d reserves, longest %v in the store", n, worst)
+			if worst > timeout+10*time.Millisecond {
+				t.Errorf("a reserve waited %v behind a slow link, want ≤ %v", worst, timeout+10*time.Millisecond)
+			}
+			waitMode(t, f, ModeShared)
+		})
+	}
+}
+
+// waitMode drives reserves until f reaches mode m, for up to 5 s.
+func waitMode(t *testing.T, f *fallbackStore, m Mode) {
+	t.Helper()
+	b := []bucket{{key: "wait", rule: "wait", interval: time.Millisecond, burst: 1000, cost: 1}}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := f.reserve(context.Background(), b, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if f.mode() == m {
+			return
+		}
+	}
+	t.Fatalf("mode %v after 5 s, want %v", f.mode(), m)
+}
+
+func TestOutageFailOpenAndClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		check func(t *testing.T, resp *http.Response, err error)
+	}{
+		{"fail open", ModeFailOpen, func(t *testing.T, resp *http.Response, err error) {
+			if err != nil {
+				t.Fatalf("fail open: %v", err)
+			}
+			_ = resp.Body.Close() // empty; nothing to report
+		}},
+		{"fail closed", ModeFailClosed, func(t *testing.T, resp *http.Response, err error) {
+			if !errors.Is(err, ErrStoreUnavailable) {
+				t.Fatalf("fail closed: err = %v, want ErrStoreUnavailable", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rec := &arrivals{}
+			api := httptest.NewServer(rec)
+			t.Cleanup(api.Close)
+			tr := mustNew(t, http.DefaultTransport, WithRedis(srv.Client(t)), WithNamespace(testNamespace(t)),
+				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 1}}),
+				WithOutageMode(tc.mode))
+			t.Cleanup(tr.CloseIdleConnections)
+			client := &http.Client{Transport: tr}
+			resp, err := client.Get(api.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close() // empty; nothing to report
+			srv.Kill()
+			// The rule's one slot per hour is spent: only fail open lets
+			// these through.
+			for range 5 {
+				resp, err := client.Get(api.URL)
+				tc.check(t, resp, err)
+			}
+			if tr.Mode() != tc.mode {
+				t.Fatalf("Mode() = %v, want %v", tr.Mode(), tc.mode)
+			}
+		})
+	}
+}
+
+func TestOutageOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Option
+	}{
+		{"mode shared", WithOutageMode(ModeShared)},
+		{"mode local", WithOutageMode(ModeLocal)},
+		{"share 0", WithFleetShare(0)},
+		{"share above 1", WithFleetShare(1.5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(nil, tc.opt)
+			var oe *OptionError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("err = %v, want an *OptionError", err)
+			}
+			if want := strings.SplitN(tc.name, " ", 2)[0]; !strings.Contains(strings.ToLower(oe.Option), want) {
+				t.Errorf("Option = %q, want it to name the %s option", oe.Option, want)
+			}
+		})
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	tr, err := New(nil, WithRedisTimeout(-1), WithRedis(rdb), WithFleetShare(0.25), WithOutageMode(ModeFailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := tr.store.(*fallbackStore)
+	if f.timeout != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
+		t.Fatalf("store %+v", f)
+	}
+}
+
+// BenchmarkRedisFallback measures one reserve through the store every
+// Transport given WithRedis uses: the Redis store (with its heartbeat)
+// inside the fallback store, whose timeout costs a context per call and,
+// for a client that ignores context deadlines, a goroutine. Compare with
+// BenchmarkRedis/store-reserve, the Redis store alone:
+//
+//	go test -run '^$' -bench 'Redis' -benchmem .
+func BenchmarkRedisFallback(b *testing.B) {
+	srv := redistest.Start(b)
+	bs := []bucket{{key: "bench-rule", rule: "bench-rule", interval: time.Microsecond, burst: 1 << 20, cost: 1}}
+	for _, tc := range []struct {
+		name     string
+		ctxAware bool
+	}{
+		{"guarded", false},
+		{"ContextTimeoutEnabled", true},
+	} {
+		opt := srv.Options()
+		opt.ContextTimeoutEnabled = tc.ctxAware
+		rdb := srv.ClientWith(b, opt)
+		f := newOutageStore(newRedisStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name}),
+			outageSettings{timeout: time.Second}, systemClock{})
+		ctx := context.Background()
+		if _, err := f.reserve(ctx, bs, time.Second); err != nil { // load the script
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := f.reserve(ctx, bs, time.Second)
+				if err != nil || !r.ok {
+					b.Fatalf("reserve: %+v, %v", r, err)
+				}
+			}
+			if m := f.mode(); m != ModeShared {
+				b.Fatalf("mode %v after the run", m)
+			}
+		})
+	}
+}
