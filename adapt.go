@@ -28,6 +28,7 @@ const (
 	recoverPerSecond   = 0.02
 	minRateFraction    = 0.01
 	lowRemainingShare  = 0.05
+	minSpreadReset     = time.Second
 )
 
 // feedback is what a response asks of a request's buckets.
@@ -57,9 +58,17 @@ func feedbackFor(sig Signal, bs []bucket) feedback {
 		if q.HasLimit && q.Limit > 0 && float64(q.Remaining) <= max(1, lowRemainingShare*float64(q.Limit)) && f.slow == 0 {
 			f.slow = slowOnLowRemaining
 		}
-		if !q.HasReset || q.Reset <= 0 || q.Remaining == 0 {
+		if !q.HasReset || q.Reset <= minSpreadReset || q.Remaining == 0 {
 			// Nothing left until the reset is a pause, which Signal.Wait
-			// reports and listen applies.
+			// reports and listen applies. A reset within a second is
+			// no ground for a spread: resets come in whole seconds, so
+			// "1" means anywhere in the next second, and a strict
+			// sliding window reports there when its next slot frees, not
+			// when the quota refills; spreading what remains over it
+			// held a fleet at a few requests a second while slots freed
+			// every few milliseconds. Running out of such a quota costs
+			// a pause of at most that second, and the low-water
+			// slowdown comes first.
 			continue
 		}
 		// Skip what no bucket could exceed anyway: in X, a bucket admits

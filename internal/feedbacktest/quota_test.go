@@ -1,0 +1,143 @@
+package feedbacktest
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fleettest"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// The shared quota of issue 4: the server allows 100 requests in any 1 s
+// sliding window; an outside consumer spends 30/s of it without any
+// throttling; the fleet, configured for the full 100/s, must find the 70/s
+// that remain.
+const (
+	quotaLimit    = 100
+	quotaWindow   = time.Second
+	quotaOutside  = 30.0
+	quotaWorkers  = 4
+	quotaRun      = 18 * time.Second
+	quotaSettle   = 3 * time.Second
+	quotaRemains  = 70.0 // quotaLimit per quotaWindow, less quotaOutside
+	maxRejected   = 0.01
+	minUse        = 0.90
+	quotaRuleRate = 100
+)
+
+// TestFleetSharesQuota runs the shared-quota scenario against servers
+// speaking each dialect.
+//
+// Settle time: the fleet starts at the full 100/s plus the outside 30/s,
+// so the server rejects from the first second; the fleet learns the quota
+// from its answers (a 429's Retry-After pauses it; rate-limit headers cut
+// and spread its rate). The first 3 s are allowed for that: time for the
+// first window to fill, for one pause of the Retry-After's 1 s, and for the
+// rate to come down to what remains. From then on, fewer than 1 % of the
+// fleet's requests may be rejected, and the fleet must use at least 90 %
+// of the 70/s that remain.
+//
+// With only Retry-After on 429s the fleet has nothing to learn from but the
+// 429s themselves; that case is logged for the record and must at least
+// keep within the quota's spirit: see the subtest.
+func TestFleetSharesQuota(t *testing.T) {
+	for _, tc := range []struct {
+		dialect dialect
+		strict  bool // the issue's bounds apply
+	}{
+		{ietfHeaders, true},
+		{xRateLimitHeaders, true},
+		{retryAfterOnly, false},
+	} {
+		t.Run(tc.dialect.String(), func(t *testing.T) {
+			runQuota(t, tc.dialect, tc.strict)
+		})
+	}
+}
+
+func runQuota(t *testing.T, d dialect, strict bool) {
+	rs := redistest.Start(t)
+	srv := newStrictServer(t, quotaLimit, quotaWindow, d)
+	ns := namespace(t)
+	cfg := fleettest.WorkerConfig{
+		URL:        srv.URL + "/api",
+		RedisAddrs: []string{rs.Addr()},
+		Namespace:  ns,
+		Rules:      []fleettest.RuleConfig{{Name: "api", Rate: quotaRuleRate, Period: time.Second, Burst: 5}},
+		// Every rejection is counted as it is: retries are
+		// TestFleetRetries' subject.
+		MaxAttempts: 1,
+		Goroutines:  8,
+		Duration:    quotaRun,
+	}
+	cfgs := make([]fleettest.WorkerConfig, quotaWorkers)
+	for i := range cfgs {
+		cfgs[i] = cfg
+	}
+	fleet := fleettest.Start(t, cfgs...)
+	watch := watchBucket(t, rs, bucketKey(ns, "api"), srv.epoch, quotaRuleRate*0.98)
+	stopOutside := srv.startOutside(t, quotaOutside)
+	start := fleet.Go()
+	sums := fleet.Wait()
+	stopOutside()
+	samples := watch()
+
+	begin := srv.Offset(start)
+	all := srv.Arrivals()
+	fl := all.Fleet()
+	outside := all.FromWorker(fleettest.OutsideWorker)
+	seconds := int(quotaRun / time.Second)
+	perSec := func(as fleettest.Arrivals) []int {
+		ps := fleettest.PerSecond(as.Times(), begin)
+		return ps[:min(len(ps), seconds)]
+	}
+	for _, s := range sums {
+		t.Logf("worker %d: attempts %d, sent %d, statuses %v, errors %v, max wait %v",
+			s.ID, s.Attempts, s.Sent, s.Statuses, s.Errors, s.MaxWait.Round(time.Millisecond))
+	}
+	t.Logf("fleet sent per second      %v", perSec(fl))
+	t.Logf("fleet accepted per second  %v", perSec(fl.Status(http.StatusOK)))
+	t.Logf("fleet rejected per second  %v", perSec(fl.Status(http.StatusTooManyRequests)))
+	t.Logf("outside sent per second    %v", perSec(outside))
+	t.Logf("outside rejected per second %v", perSec(outside.Status(http.StatusTooManyRequests)))
+	t.Logf("bucket's rate in Redis     %v", perSecondRates(samples, begin, seconds))
+
+	from, to := begin+quotaSettle, begin+quotaRun
+	in := fl.Filter(func(a fleettest.Arrival) bool { return a.At >= from && a.At < to })
+	rejected := len(in.Status(http.StatusTooManyRequests))
+	accepted := len(in.Status(http.StatusOK))
+	rejShare := float64(rejected) / float64(max(len(in), 1))
+	use := float64(accepted) / (quotaRemains * (to - from).Seconds())
+	outsideRate := fleettest.RateIn(outside.Times(), from, to)
+	t.Logf("%s, after %v: fleet sent %d, rejected %d (%.2f %%), accepted %.1f/s = %.1f %% of the %.0f/s that remain (outside sent %.1f/s)",
+		d, quotaSettle, len(in), rejected, 100*rejShare, float64(accepted)/(to-from).Seconds(), 100*use, quotaRemains, outsideRate)
+
+	for _, s := range sums {
+		if n := s.ErrorCount() - s.Errors[fleettest.ErrKindBeyondDeadline] - s.Errors[fleettest.ErrKindContext]; n > 0 {
+			t.Errorf("worker %d: %d unexpected errors %v: %q", s.ID, n, s.Errors, s.Samples)
+		}
+	}
+	if outsideRate < quotaOutside*0.8 {
+		// The outside consumer is this process's goroutine: a machine too
+		// busy to run it would void the figures.
+		t.Errorf("the outside consumer sent only %.1f/s, not %.0f/s: the scenario did not run as meant", outsideRate, quotaOutside)
+	}
+	if !strict {
+		// With nothing but Retry-After the fleet learns only from 429s:
+		// the bounds are the issue's for the header dialects; here the
+		// test asks only that the fleet is neither rejected wholesale nor
+		// starved.
+		if rejShare > 0.10 || use < 0.5 {
+			t.Errorf("%s: %.2f %% rejected, %.1f %% used: want ≤ 10 %% and ≥ 50 %%", d, 100*rejShare, 100*use)
+		}
+		return
+	}
+	if rejShare >= maxRejected {
+		t.Errorf("%s: %d of %d fleet requests (%.2f %%) rejected after %v: want < %.0f %%",
+			d, rejected, len(in), 100*rejShare, quotaSettle, 100*maxRejected)
+	}
+	if use < minUse {
+		t.Errorf("%s: the fleet used %.1f %% of the %.0f/s that remain: want ≥ %.0f %%", d, 100*use, quotaRemains, 100*minUse)
+	}
+}
