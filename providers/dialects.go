@@ -1,20 +1,3 @@
-// Package providers holds [throttle.Dialect] implementations for the rate
-// limit headers of specific API providers, whose formats go beyond the
-// standard fields that [throttle.ParseSignal] always reads (Retry-After,
-// retry-after-ms, X-RateLimit-*, IETF RateLimit).
-//
-// Pass the dialects of the providers you call to throttle.ParseSignal:
-//
-//	sig := throttle.ParseSignal(resp.StatusCode, resp.Header, time.Now(), 0, providers.GitHub)
-//
-// Every dialect is stateless, safe for concurrent use, and never panics on
-// any input; values longer than 256 bytes are ignored. Durations are left
-// uncapped (never negative) by the dialects: ParseSignal caps them after the
-// last dialect, and code that calls a dialect's Parse directly should call
-// [throttle.Signal.Normalize] afterwards.
-//
-// The package variables are Dialect values meant to be read, never
-// reassigned.
 package providers
 
 import (
