@@ -41,6 +41,9 @@ type bucket struct {
 	interval time.Duration // emission interval per unit of cost
 	burst    int64         // capacity, in units of cost
 	cost     int64         // this request's weight, 1 ≤ cost ≤ burst
+	// lateness is how late after its slot a waiter may still leave: the
+	// jitter the rule's headroom pays for (see compileRules).
+	lateness time.Duration
 }
 
 // reservation is a store's answer to reserve.

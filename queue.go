@@ -91,12 +91,18 @@ func (q *waitQueue) leave(bs []bucket) {
 
 // depart sleeps until the waiter's slot, wait from now, then until it is
 // paced behind the waiter that left before it, and marks its departure. The
-// caller must have entered bs.
-func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait time.Duration) error {
+// caller must have entered bs. If tolerance ≥ 0 and the waiter wakes more
+// than tolerance after its slot, it returns errLate without departing.
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tolerance time.Duration) error {
+	slot := c.Now().Add(wait)
 	if err := sleep(ctx, c, wait); err != nil {
 		return err
 	}
-	now := c.Now().UnixNano()
+	woke := c.Now()
+	if tolerance >= 0 && woke.Sub(slot) > tolerance {
+		return errLate
+	}
+	now := woke.UnixNano()
 	at := now
 	q.mu.Lock()
 	for _, b := range bs {

@@ -148,6 +148,7 @@ type compiledRule struct {
 	Rule
 	interval time.Duration // emission interval per unit of cost, after headroom
 	burst    int64
+	lateness time.Duration // see bucket.lateness
 }
 
 // compileRules validates rules and works out their bucket parameters.
@@ -182,9 +183,25 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 		if iv <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst)})
+		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst), lateness: latenessFor(r.Limit, iv, headroom)})
 	}
 	return out, nil
+}
+
+// latenessFor returns how late after its slot a waiter of a rule may still
+// leave: the longer of one interval and headroom·Period. A request late by
+// up to one interval can share a moment with the next slot, one request
+// over the bucket's bound at most, which the pacing of waiters keeps from
+// stacking within a process; and the headroom keeps the rule below the
+// server's quota by headroom·Period per period, which absorbs that much
+// lateness. Later than both, a request could push a window of a strict
+// server over its quota.
+func latenessFor(l Limit, interval time.Duration, headroom float64) time.Duration {
+	h := float64(l.Period) * headroom
+	if h >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(time.Duration(h), interval)
 }
 
 // bucketKey returns the bucket of request r under rule c: the rule's name and

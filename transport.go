@@ -204,16 +204,34 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost})
+		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness})
 	}
 	return bs, nil
 }
 
 // acquire books the request's slot and waits for it.
+//
+// A waiter that wakes later than its slot by more than the buckets'
+// lateness tolerance (the jitter the headroom pays for) does not go: the
+// process stalled (a GC pause, a starved CPU) while the rest of the fleet
+// kept to its slots, and sending now would add a burst the bucket never
+// allowed. It books a new slot instead, once; the stalled slot is lost
+// capacity.
 func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 	if len(bs) == 0 {
 		return nil
 	}
+	err := t.acquireOnce(ctx, bs, true)
+	if errors.Is(err, errLate) {
+		err = t.acquireOnce(ctx, bs, false)
+	}
+	return err
+}
+
+// errLate reports a waiter that woke too long after its slot.
+var errLate = errors.New("throttle: woke too late for the slot")
+
+func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -247,11 +265,26 @@ func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 		return err
 	}
 	defer t.queue.leave(bs)
-	if err := t.queue.depart(ctx, t.clock, bs, r.wait); err != nil {
-		t.giveBack(ctx, &r)
+	tolerance := time.Duration(-1)
+	if mayBeLate {
+		tolerance = lateness(bs)
+	}
+	if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
+		if !errors.Is(err, errLate) {
+			t.giveBack(ctx, &r)
+		}
 		return err
 	}
 	return nil
+}
+
+// lateness returns the least lateness tolerance of bs.
+func lateness(bs []bucket) time.Duration {
+	d := bs[0].lateness
+	for _, b := range bs[1:] {
+		d = min(d, b.lateness)
+	}
+	return d
 }
 
 // giveBack refunds a reservation that will not be used. The refund must run
