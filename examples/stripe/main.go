@@ -38,14 +38,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/examples/internal/exredis"
 	"github.com/throttlekit/throttle/examples/internal/fakeapi"
 	"github.com/throttlekit/throttle/providers"
 )
@@ -144,11 +143,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	preset := providers.StripePreset(providers.StripeConfig{Hosts: []string{host}})
 	preset.Rule("stripe-global").Limit.Rate = cfg.Rate
 
-	newClient, store, closeRedis, err := redisClients(cfg.RedisURL)
+	store, err := exredis.Open(cfg.RedisURL)
 	if err != nil {
 		return result{}, err
 	}
-	defer closeRedis()
+	defer store.Close()
 	// A namespace of its own, so that runs never share buckets in a real
 	// Redis, and stale buckets of an earlier run never slow this one.
 	ns := fmt.Sprintf("example-stripe-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -159,10 +158,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 		base := &http.Transport{MaxIdleConnsPerHost: cfg.Workers}
 		defer base.CloseIdleConnections()
 		counters[i] = &fakeapi.Counting{Base: base}
-		rdb := newClient()
+		rdb := store.Client()
 		defer func() { _ = rdb.Close() }()
-		t, err := throttle.New(counters[i], append(preset.Options(),
-			throttle.WithRedis(rdb), throttle.WithNamespace(ns), throttle.WithHeadroom(cfg.Headroom))...)
+		t, err := throttle.New(counters[i], slices.Concat(preset.Options(), store.Options(rdb, ns),
+			[]throttle.Option{throttle.WithHeadroom(cfg.Headroom)})...)
 		if err != nil {
 			return result{}, fmt.Errorf("replica %d: %w", i+1, err)
 		}
@@ -172,7 +171,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	var head strings.Builder
 	fmt.Fprintf(&head, "%d replicas × %d workers call a local Stripe-like API for %v: %d requests/s and 25/s per endpoint, strict 1 s windows.\n",
 		cfg.Replicas, cfg.Workers, cfg.Duration, cfg.Rate)
-	fmt.Fprintf(&head, "Each replica: its own throttle.Transport with providers.StripePreset, headroom %.0f %%; buckets in %s.\n\n", 100*cfg.Headroom, store)
+	fmt.Fprintf(&head, "Each replica: its own throttle.Transport with providers.StripePreset, headroom %.0f %%; buckets in %s.\n\n", 100*cfg.Headroom, store.Desc)
 	if _, err := io.WriteString(out, head.String()); err != nil {
 		return result{}, err
 	}
@@ -198,7 +197,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	}
 
 	res := result{
-		Store:    store,
+		Store:    store.Desc,
 		Elapsed:  cfg.Duration,
 		Admitted: api.Admitted.Len(),
 		Limited:  api.Limited.Load(),
@@ -266,35 +265,6 @@ func work(ctx context.Context, c *http.Client, base string, worker int) error {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	}
-}
-
-// redisClients returns a constructor of Redis clients (one per replica, as
-// separate processes would have), a description of the store, and a
-// function releasing what it started. With no URL it starts an embedded
-// miniredis, which runs the Transport's Lua scripts like Redis does.
-func redisClients(rawURL string) (func() redis.UniversalClient, string, func(), error) {
-	if rawURL != "" {
-		opts, err := redis.ParseURL(rawURL)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("-redis %q: %w", redactURL(rawURL), err)
-		}
-		return func() redis.UniversalClient { return redis.NewClient(opts) }, "Redis at " + redactURL(rawURL), func() {}, nil
-	}
-	mr, err := miniredis.Run()
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("embedded Redis: %w", err)
-	}
-	newClient := func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: mr.Addr()}) }
-	return newClient, "an embedded miniredis (-redis or REDIS_URL for a real Redis)", mr.Close, nil
-}
-
-// redactURL drops the password of a Redis URL, for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 func collect(errs <-chan error) []error {

@@ -48,14 +48,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/examples/internal/exredis"
 	"github.com/throttlekit/throttle/examples/internal/fakeapi"
 	"github.com/throttlekit/throttle/providers"
 )
@@ -178,11 +177,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	// request's context (providers.WithTwilioSender).
 	preset := providers.TwilioPreset(providers.TwilioConfig{Host: host})
 
-	newClient, store, closeRedis, err := redisClients(cfg.RedisURL)
+	store, err := exredis.Open(cfg.RedisURL)
 	if err != nil {
 		return result{}, err
 	}
-	defer closeRedis()
+	defer store.Close()
 	// A namespace of its own, so that runs never share buckets in a real
 	// Redis.
 	ns := fmt.Sprintf("example-twilio-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -191,10 +190,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	for i := range clients {
 		base := &http.Transport{MaxIdleConnsPerHost: cfg.Workers * len(senders)}
 		defer base.CloseIdleConnections()
-		rdb := newClient()
+		rdb := store.Client()
 		defer func() { _ = rdb.Close() }()
-		t, err := throttle.New(base, append(preset.Options(),
-			throttle.WithRedis(rdb), throttle.WithNamespace(ns), throttle.WithHeadroom(cfg.Headroom))...)
+		t, err := throttle.New(base, slices.Concat(preset.Options(), store.Options(rdb, ns),
+			[]throttle.Option{throttle.WithHeadroom(cfg.Headroom)})...)
 		if err != nil {
 			return result{}, fmt.Errorf("replica %d: %w", i+1, err)
 		}
@@ -204,7 +203,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	var head strings.Builder
 	fmt.Fprintf(&head, "%d senders × %d replica(s) × %d workers send SMS for %v to a local Twilio-like API:\n", len(senders), cfg.Replicas, cfg.Workers, cfg.Duration)
 	fmt.Fprintf(&head, "per sender 1 message/s (long code), 3 (toll-free), 100 (short code); %d requests in progress per account.\n", cfg.Concurrency)
-	fmt.Fprintf(&head, "Each replica: its own throttle.Transport with providers.TwilioPreset, headroom %.0f %%; buckets in %s.\n\n", 100*cfg.Headroom, store)
+	fmt.Fprintf(&head, "Each replica: its own throttle.Transport with providers.TwilioPreset, headroom %.0f %%; buckets in %s.\n\n", 100*cfg.Headroom, store.Desc)
 	if _, err := io.WriteString(out, head.String()); err != nil {
 		return result{}, err
 	}
@@ -292,35 +291,6 @@ func send(ctx context.Context, c *http.Client, base, from, worker string) error 
 			return fmt.Errorf("message %d: status %s", n, resp.Status)
 		}
 	}
-}
-
-// redisClients returns a constructor of Redis clients (one per replica, as
-// separate processes would have), a description of the store, and a
-// function releasing what it started. With no URL it starts an embedded
-// miniredis, which runs the Transport's Lua scripts like Redis does.
-func redisClients(rawURL string) (func() redis.UniversalClient, string, func(), error) {
-	if rawURL != "" {
-		opts, err := redis.ParseURL(rawURL)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("-redis %q: %w", redactURL(rawURL), err)
-		}
-		return func() redis.UniversalClient { return redis.NewClient(opts) }, "Redis at " + redactURL(rawURL), func() {}, nil
-	}
-	mr, err := miniredis.Run()
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("embedded Redis: %w", err)
-	}
-	newClient := func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: mr.Addr()}) }
-	return newClient, "an embedded miniredis (-redis or REDIS_URL for a real Redis)", mr.Close, nil
-}
-
-// redactURL drops the password of a Redis URL, for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // kind names a sender's kind from its limit.

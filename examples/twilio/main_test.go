@@ -7,15 +7,16 @@ import (
 	"time"
 )
 
-// maxLimited bounds the 429s a test run may meet. Zero cannot be promised
-// on a loaded machine: a long code's messages are 1.05 s apart (5 %
-// headroom), and the server's strict window refuses the second of two that
-// reach it less than 1 s apart, so a stall of this process (senders,
-// embedded Redis and server alike) of over 50 ms under -race, with other
-// packages' tests on the same two cores, can cost a 429. A 429 also cuts
-// the sender's rate by 15 % for seconds, so one stall costs at most one
-// 429 per sender. Typical runs meet none.
-const maxLimited = 5
+// maxLimited bounds the 429s a sender may meet in a test run. Zero cannot
+// be promised on a loaded machine: a long code's messages are 1.05 s apart
+// (5 % headroom), and the server's strict window refuses the second of two
+// that reach it less than 1 s apart, so a stall of over 50 ms of this
+// process (senders, embedded Redis and server alike), under -race with
+// other packages' tests on the same two cores, can cost a sender a 429.
+// That 429 cuts the sender's rate by 15 % for seconds, which widens its
+// margin to about 240 ms, so a second needs a far longer stall. Typical
+// runs meet none; runs beside the Stripe test met up to 4 over all senders.
+const maxLimited = 2
 
 // TestRun sends messages for 2.5 s with the example's default settings
 // against the strict fake Twilio, and checks what must hold however slow
@@ -37,6 +38,9 @@ func TestRun(t *testing.T) {
 			if s.MaxIn1s > s.MPS {
 				t.Errorf("the fake admitted %d messages in 1 s, over its limit of %d", s.MaxIn1s, s.MPS)
 			}
+			if s.Limited > maxLimited {
+				t.Errorf("the server answered %d of its messages 429, want ≤ %d", s.Limited, maxLimited)
+			}
 			// Every message beyond the limit in a window was answered
 			// 429, which maxLimited bounds.
 			if limit := s.MPS + maxLimited; s.Busiest > limit {
@@ -49,8 +53,9 @@ func TestRun(t *testing.T) {
 		})
 	}
 	// Loosely, as it depends on speed: the senders that their own rate
-	// bounds (all but the short code) reach 50 % of it together. Idle, they
-	// reach over 100 % in 2.5 s, as each sender's first message goes at once.
+	// bounds (all but the short code) reach 50 % of it together. Alone
+	// they reached 100-107 % in 2.5 s (each sender's first message goes at
+	// once), beside the Stripe test 73 %.
 	var sent, quota float64
 	for _, s := range res.Senders {
 		if s.MPS < 100 {
@@ -62,8 +67,10 @@ func TestRun(t *testing.T) {
 		t.Errorf("the long codes and the toll-free number sent %.0f messages, %.0f %% of their rates, want ≥ 50 %%", sent, 100*sent/quota)
 	}
 	t.Logf("long codes and toll-free: %.0f %% of their rates", 100*sent/quota)
-	if res.Limited > maxLimited {
-		t.Errorf("the server answered %d requests 429, want ≤ %d", res.Limited, maxLimited)
+	if res.LimitedConcurrency > 0 {
+		// The account's rule holds ~3 requests in progress; 10 would need
+		// every worker in flight at once.
+		t.Errorf("the server answered %d requests 429 for the account's concurrency, want 0", res.LimitedConcurrency)
 	}
 	if res.MaxInFlight > int64(cfg.Concurrency) {
 		t.Errorf("the fake had %d requests in progress, over its limit of %d", res.MaxInFlight, cfg.Concurrency)
