@@ -308,11 +308,11 @@ func kind(mps int) string {
 // report returns what the run did, for printing.
 func report(r result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-13s %-10s %5s %5s %5s %5s %8s %11s\n", "sender", "kind", "limit", "sent", "201s", "429s", "rate", "busiest 1s")
+	fmt.Fprintf(&b, "%-13s %-10s %5s %5s %5s %5s %8s %12s\n", "sender", "kind", "limit", "sent", "201s", "429s", "rate", "busiest 1 s")
 	var sent int
 	for _, s := range r.Senders {
-		fmt.Fprintf(&b, "%-13s %-10s %3d/s %5d %5d %5d %6.2f/s %11d\n",
-			s.From, kind(s.MPS), s.MPS, s.Arrived, s.Admitted, s.Limited, s.Rate(r.Elapsed), s.MaxIn1s)
+		fmt.Fprintf(&b, "%-13s %-10s %3d/s %5d %5d %5d %6.2f/s %12d\n",
+			s.From, kind(s.MPS), s.MPS, s.Arrived, s.Admitted, s.Limited, s.Rate(r.Elapsed), s.Busiest)
 		sent += s.Arrived
 	}
 	fmt.Fprintf(&b, "\naccount: %d messages sent, %d accepted in %v = %.1f/s; at most %d requests in progress (limit %d)\n",
