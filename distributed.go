@@ -54,6 +54,22 @@ type reservation struct {
 	buckets []bucket
 	// prev and booked are each bucket's TAT before and after the booking,
 	// in the store's own units, so that refund can tell whether its slot is
-	// still the last one.
+	// still the last one. booked[i] is 0 for a deferred bucket: one whose
+	// slot comes longer before the departure than the bucket's lateness
+	// tolerance. It is not booked now, since booking it ahead of time would
+	// either waste its capacity until the departure or let the request
+	// leave later than the bucket counted it; the Transport books it at the
+	// departure, in a second call.
 	prev, booked []int64
+}
+
+// deferred returns the buckets of r not booked yet, or nil.
+func (r *reservation) deferred() []bucket {
+	var rest []bucket
+	for i, b := range r.booked {
+		if b == 0 {
+			rest = append(rest, r.buckets[i])
+		}
+	}
+	return rest
 }

@@ -43,14 +43,13 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	defer s.mu.Unlock()
 	s.maybeSweep(now)
 
-	// The request departs when its slowest bucket lets it. Each bucket is
-	// booked at the request's earliest time in it, not at the departure:
-	// booking a bucket at a later time would leave its capacity before then
-	// unused, and a deep queue on one endpoint would hold every other
-	// endpoint behind it in a shared account-wide bucket. The price is that
-	// a request held back by one bucket leaves the others later than they
-	// counted it; the pacing of waiters (queue.go) keeps that from bunching
-	// within a process.
+	// The request departs when its slowest bucket lets it. Each other
+	// bucket is booked at the request's earliest time in it when the
+	// request leaves within that bucket's lateness tolerance of it; further
+	// ahead, the bucket is not booked now but deferred (see reservation).
+	// Booking a bucket at a later time would leave its capacity before then
+	// unused: a deep queue on one endpoint would hold every other endpoint
+	// behind it in a shared account-wide bucket.
 	depart, limiter := now, 0
 	for i, b := range bs {
 		if at := gcraAllowAt(s.tats[b.key], now, s.intervalLocked(b, now), b.burst, b.cost); at > depart {
@@ -66,9 +65,13 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	r.booked = make([]int64, len(bs))
 	for i, b := range bs {
 		prev := s.tats[b.key]
-		r.prev[i] = prev
 		iv := s.intervalLocked(b, now)
-		r.booked[i] = gcraBook(prev, gcraAllowAt(prev, now, iv, b.burst, b.cost), iv, b.cost)
+		at := gcraAllowAt(prev, now, iv, b.burst, b.cost)
+		if depart-at > int64(b.lateness) {
+			continue
+		}
+		r.prev[i] = prev
+		r.booked[i] = gcraBook(prev, at, iv, b.cost)
 		s.tats[b.key] = r.booked[i]
 	}
 	return r, nil
@@ -78,7 +81,7 @@ func (s *localStore) refund(_ context.Context, r *reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, b := range r.buckets {
-		if tat, ok := s.tats[b.key]; ok && tat == r.booked[i] {
+		if tat, ok := s.tats[b.key]; ok && r.booked[i] != 0 && tat == r.booked[i] {
 			s.tats[b.key] = r.prev[i]
 		}
 	}

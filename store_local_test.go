@@ -44,9 +44,35 @@ func mustReserve(t *testing.T, s *localStore, bs []bucket, maxWait time.Duration
 
 func TestLocalStoreMultiBucket(t *testing.T) {
 	ctx := context.Background()
-	fast := bucket{key: "fast", rule: "fast", interval: 10, burst: 1, cost: 1}
-	slow := bucket{key: "slow", rule: "slow", interval: 30, burst: 1, cost: 1}
+	// A lateness of an hour books every bucket at once; the deferral of a
+	// bucket whose slot comes too early has its own case below.
+	fast := bucket{key: "fast", rule: "fast", interval: 10, burst: 1, cost: 1, lateness: time.Hour}
+	slow := bucket{key: "slow", rule: "slow", interval: 30, burst: 1, cost: 1, lateness: time.Hour}
 	bs := []bucket{fast, slow}
+
+	t.Run("a bucket whose slot comes before the departure by more than its lateness is deferred", func(t *testing.T) {
+		s, _ := newTestStore()
+		strictFast := fast
+		strictFast.lateness = 5
+		mustReserve(t, s, []bucket{strictFast, slow}, 0)
+		r := mustReserve(t, s, []bucket{strictFast, slow}, time.Hour)
+		if !r.ok || r.wait != 30 {
+			t.Fatalf("got %+v; want ok after 30ns", r)
+		}
+		if rest := r.deferred(); len(rest) != 1 || rest[0].key != "fast" {
+			t.Fatalf("deferred %v, want the fast bucket", rest)
+		}
+		if got, want := s.tat("fast"), t0+10; got != want {
+			t.Fatalf("fast TAT now%+d, want it untouched at now%+d", got-t0, want-t0)
+		}
+		// Refunding the reservation leaves the deferred bucket alone.
+		if err := s.refund(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.tat("fast"), t0+10; got != want {
+			t.Fatalf("after refund fast TAT now%+d, want now%+d", got-t0, want-t0)
+		}
+	})
 
 	t.Run("the slowest bucket sets the departure; each is booked at its own earliest time", func(t *testing.T) {
 		s, _ := newTestStore()

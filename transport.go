@@ -217,16 +217,30 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 // kept to its slots, and sending now would add a burst the bucket never
 // allowed. It books a new slot instead, once; the stalled slot is lost
 // capacity.
+//
+// A request whose buckets disagree by more than a bucket's lateness
+// tolerance (one endpoint's queue is deep, the account-wide bucket has room)
+// is booked in two steps: the slowest buckets now, the others when it
+// departs (see reservation.deferred). When the second step finds no slot in
+// time, the first step's slot is lost and the request starts over.
 func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 	if len(bs) == 0 {
 		return nil
 	}
-	err := t.acquireOnce(ctx, bs, true)
-	if errors.Is(err, errLate) {
-		err = t.acquireOnce(ctx, bs, false)
+	var err error
+	for attempt := range maxAcquireAttempts {
+		err = t.acquireOnce(ctx, bs, attempt < maxAcquireAttempts-1)
+		if !errors.Is(err, errLate) {
+			return err
+		}
 	}
 	return err
 }
+
+// maxAcquireAttempts bounds the times a request books again after waking
+// late or missing its deferred buckets; the last attempt goes late rather
+// than fail.
+const maxAcquireAttempts = 3
 
 // errLate reports a waiter that woke too long after its slot.
 var errLate = errors.New("throttle: woke too late for the slot")
@@ -235,12 +249,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	budget, reason := t.maxWait, ErrBeyondMaxWait
-	if dl, ok := ctx.Deadline(); ok {
-		if left := dl.Sub(t.clock.Now()); left < budget {
-			budget, reason = max(left, 0), ErrBeyondDeadline
-		}
-	}
+	budget, reason := t.budget(ctx)
 	if err := t.queue.full(bs); err != nil {
 		return err
 	}
@@ -257,25 +266,68 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	if !r.ok {
 		return &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 	}
-	if r.wait <= 0 {
-		return nil
-	}
-	if err := t.queue.enter(bs); err != nil {
-		t.giveBack(ctx, &r)
-		return err
-	}
-	defer t.queue.leave(bs)
-	tolerance := time.Duration(-1)
-	if mayBeLate {
-		tolerance = lateness(bs)
-	}
-	if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
-		if !errors.Is(err, errLate) {
+	if r.wait > 0 {
+		if err := t.queue.enter(bs); err != nil {
 			t.giveBack(ctx, &r)
+			return err
 		}
-		return err
+		defer t.queue.leave(bs)
+		tolerance := time.Duration(-1)
+		if mayBeLate {
+			tolerance = lateness(bs)
+		}
+		if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
+			if !errors.Is(err, errLate) {
+				t.giveBack(ctx, &r)
+			}
+			return err
+		}
+	}
+	if rest := r.deferred(); len(rest) > 0 {
+		return t.bookDeferred(ctx, bs, rest, mayBeLate)
 	}
 	return nil
+}
+
+// bookDeferred books, at the departure, the buckets a reservation deferred
+// (rest). They must have a slot within the lateness tolerance of the
+// buckets booked before, or those slots would be spent late: else errLate,
+// unless this is the last attempt, which waits as long as allowed. Each
+// round books at least the slowest of rest, so it ends.
+func (t *Transport) bookDeferred(ctx context.Context, bs, rest []bucket, mayBeLate bool) error {
+	for len(rest) > 0 {
+		budget, reason := lateness(bs), ErrBeyondMaxWait
+		if !mayBeLate {
+			budget, reason = t.budget(ctx)
+		}
+		r, err := t.store.reserve(ctx, rest, budget)
+		if err != nil {
+			return err
+		}
+		if !r.ok {
+			if mayBeLate {
+				return errLate
+			}
+			return &WaitError{Rule: rest[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
+		}
+		if err := sleep(ctx, t.clock, r.wait); err != nil {
+			t.giveBack(ctx, &r)
+			return err
+		}
+		rest = r.deferred()
+	}
+	return nil
+}
+
+// budget returns how long a request may wait for its slot, and the reason
+// to give when that is not long enough.
+func (t *Transport) budget(ctx context.Context) (time.Duration, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := dl.Sub(t.clock.Now()); left < t.maxWait {
+			return max(left, 0), ErrBeyondDeadline
+		}
+	}
+	return t.maxWait, ErrBeyondMaxWait
 }
 
 // lateness returns the least lateness tolerance of bs.
