@@ -175,27 +175,112 @@ func TestOutageKillAndRestart(t *testing.T) {
 	}
 }
 
-// maxStoreWait runs reserves on f for d, one at a time, and returns the
-// longest time one spent in the store and how many ran.
-func maxStoreWait(t *testing.T, f *fallbackStore, d time.Duration) (time.Duration, int) {
+// storeWaits is what storeWaitsFor measured.
+type storeWaits struct {
+	n     int           // reserves run
+	worst time.Duration // the longest time one spent in the store
+	// over counts the reserves that took longer than the bound, and
+	// unexcused those of them whose excess the process's own stalls do
+	// not explain (see stallWatch); worstUnexcused is the longest of those.
+	over, unexcused int
+	worstUnexcused  time.Duration
+}
+
+// storeWaitsFor runs reserves on f for d, one at a time, and measures how
+// long each spent in the store against bound.
+func storeWaitsFor(t *testing.T, f *fallbackStore, d, bound time.Duration) storeWaits {
 	t.Helper()
-	var worst time.Duration
-	n := 0
+	stalls := watchStalls(t)
+	defer stalls.stop()
+	var w storeWaits
 	b := []bucket{{key: "stall", rule: "stall", interval: time.Millisecond, burst: 1000, cost: 1}}
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		start := time.Now()
 		r, err := f.reserve(context.Background(), b, time.Hour)
-		took := time.Since(start)
+		done := time.Now()
+		took := done.Sub(start)
 		if err != nil {
 			t.Fatalf("reserve: %v", err)
 		}
 		if r.ok && r.wait > 0 {
 			time.Sleep(r.wait)
 		}
-		worst = max(worst, took)
-		n++
+		w.n++
+		w.worst = max(w.worst, took)
+		if took > bound {
+			w.over++
+			if stalls.within(start, done) < took-bound {
+				w.unexcused++
+				w.worstUnexcused = max(w.worstUnexcused, took)
+			}
+		}
 	}
-	return worst, n
+	return w
+}
+
+// stallWatch records the times this process was not running: a goroutine
+// sleeping stallTick at a time that wakes more than stallTick late saw
+// the process (or the Go scheduler) stalled. On a loaded machine such a
+// stall delays a reserve through no fault of Redis or of the timeout, so a
+// reserve that overran its bound by no more than the stalls within it is
+// excused (fleettest's stall watchers do the same for the fleet tests).
+type stallWatch struct {
+	quit chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	spans [][2]time.Time
+}
+
+const stallTick = 2 * time.Millisecond
+
+func watchStalls(t *testing.T) *stallWatch {
+	w := &stallWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			due := time.Now().Add(stallTick)
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(stallTick):
+			}
+			if now := time.Now(); now.Sub(due) > stallTick {
+				w.mu.Lock()
+				w.spans = append(w.spans, [2]time.Time{due, now})
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.stop)
+	return w
+}
+
+// stop ends the watcher; it may be called more than once.
+func (w *stallWatch) stop() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
+
+// within returns how much of [from, to] the recorded stalls cover.
+func (w *stallWatch) within(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var total time.Duration
+	for _, s := range w.spans {
+		a, b := later(s[0], from), s[1]
+		if b.After(to) {
+			b = to
+		}
+		if b.After(a) {
+			total += b.Sub(a)
+		}
+	}
+	return total
 }
 
 // TestOutageStallAndLatency stalls Redis (SIGSTOP) and then adds latency
@@ -224,16 +309,19 @@ func TestOutageStallAndLatency(t *testing.T) {
 			if f.guard == tc.ctxAware {
 				t.Fatalf("guard = %v for ContextTimeoutEnabled = %v", f.guard, tc.ctxAware)
 			}
-			if w, _ := maxStoreWait(t, f, 300*time.Millisecond); f.mode() != ModeShared {
-				t.Fatalf("healthy Redis: mode %v (worst %v)", f.mode(), w)
-			}
+			bound := timeout + 10*time.Millisecond
+			// The first calls dial through the proxy and load the script,
+			// which on a loaded machine can outlast the short timeout:
+			// start from the shared bucket.
+			waitMode(t, f, ModeShared)
 
 			srv.Pause()
-			worst, n := maxStoreWait(t, f, time.Second)
+			w := storeWaitsFor(t, f, time.Second, bound)
 			srv.Resume()
-			t.Logf("SIGSTOP: %d reserves, longest %v in the store (timeout %v)", n, worst, timeout)
-			if worst > timeout+10*time.Millisecond {
-				t.Errorf("a reserve waited %v on a stalled Redis, want ≤ %v", worst, timeout+10*time.Millisecond)
+			t.Logf("SIGSTOP: %d reserves, longest %v in the store (timeout %v); %d over %v, %d of them not explained by stalls of this process",
+				w.n, w.worst, timeout, w.over, bound, w.unexcused)
+			if w.unexcused > 0 {
+				t.Errorf("%d reserves waited up to %v on a stalled Redis, want ≤ %v", w.unexcused, w.worstUnexcused, bound)
 			}
 			if f.mode() != ModeFallback {
 				t.Errorf("mode during the stall = %v", f.mode())
@@ -241,11 +329,12 @@ func TestOutageStallAndLatency(t *testing.T) {
 			waitMode(t, f, ModeShared)
 
 			proxy.SetLatency(200 * time.Millisecond)
-			worst, n = maxStoreWait(t, f, time.Second)
+			w = storeWaitsFor(t, f, time.Second, bound)
 			proxy.SetLatency(0)
-			t.Logf("200 ms latency: %d reserves, longest %v in the store", n, worst)
-			if worst > timeout+10*time.Millisecond {
-				t.Errorf("a reserve waited %v behind a slow link, want ≤ %v", worst, timeout+10*time.Millisecond)
+			t.Logf("200 ms latency: %d reserves, longest %v in the store; %d over %v, %d of them not explained by stalls",
+				w.n, w.worst, w.over, bound, w.unexcused)
+			if w.unexcused > 0 {
+				t.Errorf("%d reserves waited up to %v behind a slow link, want ≤ %v", w.unexcused, w.worstUnexcused, bound)
 			}
 			waitMode(t, f, ModeShared)
 		})
@@ -290,9 +379,12 @@ func TestOutageFailOpenAndClosed(t *testing.T) {
 			rec := &arrivals{}
 			api := httptest.NewServer(rec)
 			t.Cleanup(api.Close)
+			// A timeout far above a loaded machine's hiccups, so that the
+			// first request is surely served by Redis: a killed Redis
+			// fails at once anyway.
 			tr := mustNew(t, http.DefaultTransport, WithRedis(srv.Client(t)), WithNamespace(testNamespace(t)),
 				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 1}}),
-				WithOutageMode(tc.mode))
+				WithOutageMode(tc.mode), WithRedisTimeout(time.Second))
 			t.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tr}
 			resp, err := client.Get(api.URL)
