@@ -246,7 +246,7 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	}
 	tats := make([]int64, 2*len(bs))
 	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, err := s.reserveGroup(ctx, bs, spanMicros(maxWait, false), r.prev, r.booked, beat)
+	ok, wait, limiter, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, beat)
 	if err != nil {
 		return reservation{}, err
 	}
@@ -267,8 +267,8 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 // digest) it sends EVALSHA through Do with a pooled argument list whose
 // numbers and keys go by pointer (go-redis writes *int64 and *string
 // without boxing), and falls back to EVAL on NOSCRIPT as Script.Run does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
-	nk, nn := len(bs), 2+3*len(bs)
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
+	nk, nn := len(bs), 3+4*len(bs)
 	if beat {
 		// The replica set; room for the id and the TTL in the
 		// arguments (nums[nn-2] stays unused: the id goes by pointer).
@@ -291,12 +291,13 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, maxWait int6
 		c.nums[0] = s.nowMicros()
 		c.args = append(c.args, &c.nums[0])
 	}
-	c.nums[1] = maxWait
-	c.args = append(c.args, &c.nums[1])
+	c.nums[1], c.nums[2] = maxWait, floor
+	c.args = append(c.args, &c.nums[1], &c.nums[2])
 	for i := range bs {
-		j := 2 + 3*i
+		j := 3 + 4*i
 		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
-		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2])
+		c.nums[j+3] = spanMicros(bs[i].lateness, false)
+		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3])
 	}
 	if beat {
 		_, c.nums[nn-1] = s.hb.args()
@@ -450,8 +451,14 @@ func (s *redisStore) refundGroup(ctx context.Context, r *reservation, idx []int)
 		if idx != nil {
 			i = idx[j]
 		}
+		if r.booked[i] == 0 {
+			continue // deferred: nothing was booked
+		}
 		keys = append(keys, s.key(&r.buckets[i]))
 		args = append(args, r.prev[i], r.booked[i])
+	}
+	if len(keys) == 0 {
+		return nil
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
@@ -573,31 +580,47 @@ outer:
 }
 
 // reserveSplit books a request whose buckets live under several hash tags
-// (WithHashTagPerKey on a Cluster), one reserve.lua call per tag group. As
-// in one call, each bucket is booked at the request's earliest time in it
-// and the request departs at the latest of those times, so the groups need
-// no common time and are booked in turn. All or nothing holds as far as
-// separate calls allow: when a group cannot be booked within maxWait, or a
-// call fails, the groups booked so far are refunded. A refund only restores
-// a bucket whose slot is still its last one booked (see refund.lua);
-// otherwise that slot stays spent: the fleet runs under the limit, never
-// over. The calls are not isolated: between them, other requests see the
-// bookings already made.
+// (WithHashTagPerKey on a Cluster), one reserve.lua call per tag group, in
+// two rounds: the first only asks each group for its wait, so that the
+// second can book every group against the request's departure (the
+// latest), deferring the buckets whose slot comes too long before it, as
+// one call would. All or nothing holds as far as separate calls allow: when
+// a group cannot be booked within maxWait, or a call fails, the groups
+// booked so far are refunded. A refund only restores a bucket whose slot is
+// still its last one booked (see refund.lua); otherwise that slot stays
+// spent: the fleet runs under the limit, never over. The calls are not
+// isolated: between them, other requests may book, so a group may find a
+// later departure in the second round than in the first; the request then
+// departs at that later time.
 func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
 	n := len(bs)
 	tats := make([]int64, 2*n)
 	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
 	maxUs := spanMicros(maxWait, false)
-	booked := make([]bool, len(groups))
-	var depart int64
+	sub := make([][]bucket, len(groups))
+	var floor int64
 	limiter := 0
 	for g, idx := range groups {
-		gb := make([]bucket, len(idx))
-		gt := make([]int64, 2*len(idx))
+		sub[g] = make([]bucket, len(idx))
 		for j, i := range idx {
-			gb[j] = bs[i]
+			sub[g][j] = bs[i]
 		}
-		ok, wait, lim, err := s.reserveGroup(ctx, gb, maxUs, gt[:len(idx)], gt[len(idx):], false)
+		_, wait, lim, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, false)
+		if err != nil {
+			return reservation{}, err
+		}
+		if wait > floor {
+			floor, limiter = wait, idx[lim]
+		}
+	}
+	if floor > maxUs {
+		return reservation{wait: time.Duration(floor) * time.Microsecond, limiter: limiter, buckets: bs}, nil
+	}
+	booked := make([]bool, len(groups))
+	depart := floor
+	for g, idx := range groups {
+		gt := make([]int64, 2*len(idx))
+		ok, wait, lim, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:len(idx)], gt[len(idx):], false)
 		if err != nil {
 			s.rollback(ctx, &r, groups, booked)
 			return reservation{}, err
