@@ -124,20 +124,38 @@ func TestOutageKillAndRestart(t *testing.T) {
 	for len(changes) > 0 {
 		<-changes
 	}
-	killed := time.Now()
-	srv.Kill()
-	var lastSwitch time.Duration
-	for range replicas {
-		select {
-		case c := <-changes:
-			if c.c.To != ModeFallback {
-				t.Fatalf("replica %d: change %+v, want to fallback", c.replica, c.c)
-			}
-			lastSwitch = max(lastSwitch, c.c.At.Sub(killed))
-		case <-time.After(5 * time.Second):
-			t.Fatal("not every replica switched to fallback")
+	for i, tr := range trs {
+		if m := tr.Mode(); m != ModeShared {
+			t.Fatalf("replica %d in mode %v before the kill", i, m)
 		}
 	}
+	// firstTo returns, for every replica, the delay from since to its first
+	// change to mode m. Other changes are only logged: on a loaded machine
+	// a call can outlast the timeout, and a replica flip to fallback and
+	// back on its own.
+	firstTo := func(m Mode, since time.Time) time.Duration {
+		t.Helper()
+		seen := make(map[int]bool)
+		var slowest time.Duration
+		timeout := time.After(5 * time.Second)
+		for len(seen) < replicas {
+			select {
+			case c := <-changes:
+				if c.c.To != m || seen[c.replica] {
+					t.Logf("replica %d: %v → %v %v after, %v", c.replica, c.c.From, c.c.To, c.c.At.Sub(since), c.c.Err)
+					continue
+				}
+				seen[c.replica] = true
+				slowest = max(slowest, c.c.At.Sub(since))
+			case <-timeout:
+				t.Fatalf("only replicas %v changed to %v within 5 s", seen, m)
+			}
+		}
+		return slowest
+	}
+	killed := time.Now()
+	srv.Kill()
+	lastSwitch := firstTo(ModeFallback, killed)
 	t.Logf("switch to fallback: slowest replica %v after the kill", lastSwitch)
 	if lastSwitch > 250*time.Millisecond {
 		t.Errorf("switch took %v, want ≤ 250ms", lastSwitch)
@@ -153,18 +171,7 @@ func TestOutageKillAndRestart(t *testing.T) {
 		t.Errorf("rate during the outage %.1f/s, want ≤ 110/s", rate)
 	}
 	srv.Restart()
-	var lastBack time.Duration
-	for range replicas {
-		select {
-		case c := <-changes:
-			if c.c.To != ModeShared {
-				t.Fatalf("replica %d: change %+v, want back to shared", c.replica, c.c)
-			}
-			lastBack = max(lastBack, c.c.At.Sub(restarted))
-		case <-time.After(5 * time.Second):
-			t.Fatal("not every replica returned to the shared bucket")
-		}
-	}
+	lastBack := firstTo(ModeShared, restarted)
 	t.Logf("back on the shared bucket: slowest replica %v after the restart", lastBack)
 	if lastBack > 2*time.Second {
 		t.Errorf("return took %v, want ≤ 2s", lastBack)
