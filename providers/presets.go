@@ -275,7 +275,7 @@ func StripeEndpoint(method, path string) string {
 // resource name (see StripeEndpoint).
 func isStripeID(seg string) bool {
 	for i := 0; i < len(seg); i++ {
-		if c := seg[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+		if c := seg[i]; (c < 'a' || c > 'z') && c != '_' {
 			return true
 		}
 	}
