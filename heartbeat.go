@@ -44,7 +44,8 @@ type heartbeat struct {
 	ttl   time.Duration
 
 	next atomic.Int64 // Unix ns (local clock) from which the next beat is due
-	live atomic.Int64 // replicas alive at the last beat; 0 before the first
+	live  atomic.Int64 // replicas alive at the last beat; 0 before the first
+	beats atomic.Int64 // counts recorded so far
 }
 
 // newHeartbeat returns the heartbeat of a new replica under prefix
@@ -82,12 +83,27 @@ func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int6
 	return n, nil
 }
 
-// record remembers a count of live replicas returned by Redis.
+// record remembers a count of live replicas returned by Redis. Beats are
+// at least one interval apart (due), so the second count recorded includes
+// every peer that has made a request since this replica's first beat.
 func (h *heartbeat) record(n int64) {
 	if n > 0 {
 		h.live.Store(n)
+		h.beats.Add(1)
 	}
 }
 
-// size returns the live replicas at the last beat, or 0 before the first.
-func (h *heartbeat) size() int64 { return h.live.Load() }
+// size returns the live replicas at the last beat, or 0 while no count can
+// be trusted yet: before the first beat, and after it until the second
+// unless the first already exceeds DefaultFleetSize. A first count misses
+// the peers that started about when this replica did and had not beaten
+// yet (when a fleet starts, its replicas count 1, 2, 3, ... in turn);
+// peers beat once per interval, so the next count has them all. Until
+// then the fallback assumes DefaultFleetSize.
+func (h *heartbeat) size() int64 {
+	n := h.live.Load()
+	if h.beats.Load() < 2 && n < DefaultFleetSize {
+		return 0
+	}
+	return n
+}

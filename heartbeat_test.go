@@ -25,8 +25,8 @@ func TestHeartbeatCountsLiveReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != want || h.size() != want {
-			t.Fatalf("beat at +%dµs: count %d (size %d), want %d", at-now, n, h.size(), want)
+		if n != want || h.live.Load() != want {
+			t.Fatalf("beat at +%dµs: count %d (recorded %d), want %d", at-now, n, h.live.Load(), want)
 		}
 	}
 	if a.size() != 0 {
@@ -76,6 +76,34 @@ func TestHeartbeatSurvivesRestartAndScriptFlush(t *testing.T) {
 	}
 }
 
+// TestHeartbeatSizeSettles checks which counts size trusts: none before a
+// second beat, unless the first is already above DefaultFleetSize.
+func TestHeartbeatSizeSettles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		counts []int64
+		want   int64
+	}{
+		{"no beat", nil, 0},
+		{"first beat of a starting fleet", []int64{1}, 0},
+		{"first beat below the default", []int64{DefaultFleetSize - 1}, 0},
+		{"first beat at the default", []int64{DefaultFleetSize}, DefaultFleetSize},
+		{"first beat above the default", []int64{40}, 40},
+		{"second beat", []int64{1, 4}, 4},
+		{"a shrinking fleet", []int64{4, 4, 2}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHeartbeat("throttle:{x}:", systemClock{})
+			for _, n := range tc.counts {
+				h.record(n)
+			}
+			if got := h.size(); got != tc.want {
+				t.Fatalf("size() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestHeartbeatDueOncePerInterval(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
 	h := newHeartbeat("throttle:{x}:", clk)
@@ -122,13 +150,16 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 		}
 	}
 	live := func(tr *Transport) int64 { return tr.store.(*fallbackStore).fleet() }
+	counted := func(tr *Transport) int64 {
+		return tr.store.(*fallbackStore).primary.(*redisStore).hb.live.Load()
+	}
 
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for i, tr := range trs {
 		send(tr) // its first request beats: the count includes it
-		if got := live(tr); got != int64(i+1) {
+		if got := counted(tr); got != int64(i+1) {
 			t.Fatalf("replica %d counts %d live replicas, want %d", i, got, i+1)
 		}
 	}
@@ -157,7 +188,11 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 	}
 
 	// Replicas 0 and 1 counted only those before them at their first
-	// beat: all three send until the next beats have counted everyone.
+	// beat, and the fallback trusts no count before the second: all three
+	// send until the next beats have counted everyone.
+	if n := live(trs[2]); n != 0 {
+		t.Fatalf("fleet size %d after one beat, want 0 (unknown)", n)
+	}
 	for deadline := time.Now().Add(10 * time.Second); live(trs[0]) != 3 || live(trs[1]) != 3; {
 		if time.Now().After(deadline) {
 			t.Fatalf("counts %d, %d after 10 s, want 3", live(trs[0]), live(trs[1]))
