@@ -79,6 +79,11 @@ type fallbackStore struct {
 	primary store
 	clock   Clock
 	timeout time.Duration
+	// warm is set by the first call Redis answered. Until then calls get
+	// coldTimeout, if longer: the first calls dial, maybe shake hands
+	// (TLS) and load the scripts, and their latency says nothing about
+	// Redis's health.
+	warm atomic.Bool
 	// guard runs each Redis call on a goroutine of its own, so that the
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
@@ -94,6 +99,14 @@ type fallbackStore struct {
 var _ store = (*fallbackStore)(nil)
 
 func (f *fallbackStore) mode() Mode { return f.brk.mode() }
+
+// callTimeout returns the bound of the next Redis call.
+func (f *fallbackStore) callTimeout() time.Duration {
+	if f.warm.Load() {
+		return f.timeout
+	}
+	return max(f.timeout, coldTimeout)
+}
 
 // shareNow returns this replica's share of each rule during an outage.
 func (f *fallbackStore) shareNow() float64 {
@@ -115,6 +128,7 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 	if try {
 		r, err := f.reserveShared(ctx, bs, maxWait)
 		if err == nil {
+			f.warm.Store(true)
 			f.brk.success(f.clock.Now(), probe)
 			return r, nil
 		}
@@ -166,11 +180,11 @@ func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait 
 // that arrives after the caller gave up on it is refunded, so an abandoned
 // call books nothing (unless the refund itself fails).
 func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
-	return bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (reservation, error) {
+	return bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (reservation, error) {
 		return f.primary.reserve(ctx, bs, maxWait)
 	}, func(r reservation) {
 		if r.ok {
-			_, _ = bounded(context.Background(), f.timeout, false, func(ctx context.Context) (struct{}, error) {
+			_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
 				return struct{}{}, f.primary.refund(ctx, &r)
 			}, nil)
 		}
@@ -188,7 +202,7 @@ func (f *fallbackStore) refund(ctx context.Context, r *reservation) error {
 		// there, which errs on the side of the limit.
 		return nil
 	}
-	_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, f.primary.refund(ctx, r)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
@@ -199,7 +213,7 @@ func (f *fallbackStore) refund(ctx context.Context, r *reservation) error {
 
 func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
 	if f.brk.closed() {
-		_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.pause(ctx, bs, d)
 		}, nil)
 		if err == nil {
@@ -225,7 +239,7 @@ func (f *fallbackStore) adapt(ctx context.Context, bs []bucket, fb feedback) err
 	if !f.brk.closed() {
 		return nil
 	}
-	_, err := bounded(ctx, f.timeout, f.guard, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, f.primary.adapt(ctx, bs, fb)
 	}, nil)
 	if err != nil && ctx.Err() == nil {

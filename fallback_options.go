@@ -31,13 +31,26 @@ const (
 	// and the next one comes 250 ms later); long enough that a stalled Redis
 	// costs only one request in this interval its timeout.
 	probeEvery = 250 * time.Millisecond
+
+	// coldTimeout bounds the Redis calls of a Transport until Redis has
+	// answered one (when it exceeds the Redis timeout): the first calls
+	// dial, shake hands with TLS and load the scripts, which on a loaded
+	// machine takes longer than a healthy call's timeout, and sending a
+	// starting fleet to its fallback for that would spend each replica's
+	// local burst on top of the shared bucket. An unreachable Redis still
+	// fails at once (connection refused); only a Redis that accepts
+	// connections but does not answer holds a starting replica's first
+	// requests up to this long.
+	coldTimeout = time.Second
 )
 
 // WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)
 // of a Transport given [WithRedis]: a call that has not answered after d
 // counts as failed, and the request in hand is served in the outage mode
 // at once (see [WithOutageMode]). If d ≤ 0, [DefaultRedisTimeout] applies.
-// Without WithRedis it has no effect.
+// Until Redis has answered the Transport's first call (which dials, and
+// loads the scripts), calls are bounded by one second instead if that is
+// longer. Without WithRedis it has no effect.
 func WithRedisTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.redis.outage.timeout = d })
 }

@@ -404,12 +404,24 @@ func TestFallbackTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := fakeclock.New(fbEpoch)
-			stall := make(chan struct{})
-			primary := &flakyStore{inner: newLocalStore(clk), stall: stall, ignoreCtx: tc.ignoreCtx}
-			t.Cleanup(func() { close(stall) })
+			primary := &flakyStore{inner: newLocalStore(clk), ignoreCtx: tc.ignoreCtx}
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
 			f := newFallbackStore(primary, os, clk, nil, tc.guard)
+			if f.callTimeout() != coldTimeout {
+				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), coldTimeout)
+			}
+			if _, err := f.reserve(context.Background(), []bucket{fbBucket("warm")}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if f.callTimeout() != os.timeout {
+				t.Fatalf("timeout after the first answer = %v, want %v", f.callTimeout(), os.timeout)
+			}
+			stall := make(chan struct{})
+			t.Cleanup(func() { close(stall) })
+			primary.mu.Lock()
+			primary.stall = stall
+			primary.mu.Unlock()
 			start := time.Now()
 			r, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour)
 			took := time.Since(start)
