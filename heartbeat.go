@@ -43,7 +43,7 @@ type heartbeat struct {
 	every time.Duration
 	ttl   time.Duration
 
-	next atomic.Int64 // Unix ns (local clock) from which the next beat is due
+	next  atomic.Int64 // Unix ns (local clock) from which the next beat is due
 	live  atomic.Int64 // replicas alive at the last beat; 0 before the first
 	beats atomic.Int64 // counts recorded so far
 }
