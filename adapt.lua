@@ -1,22 +1,38 @@
 -- adapt.lua applies the server's feedback to buckets (adaptLocal in
 -- adapt.go, in integer microseconds): it slows a bucket down, at most once
--- per cooldown, and holds it to what remains before the server's reset.
+-- per cooldown counted from its last cut (its t0), a hard cut from the
+-- bucket's next free slot on, and holds it to what
+-- remains before the server's reset.
 --
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[2]   slow: the factor to multiply the rate by (0 < slow < 1), or 0.
+-- ARGV[2]   the cut: "factor cooldown backdate fromFree" (cut.MarshalBinary):
+--           the factor to multiply the rate by (0 < factor < 1, or 0 for
+--           none), the least time in µs since the bucket's last cut (its
+--           t0), how far in µs before now the cut places its own t0 (the
+--           rate's line is the same from whichever point it is referenced),
+--           and 1 if the cut holds from the bucket's next free slot on, else
+--           0. A bare factor takes ARGV[5] as its cooldown, no backdate and
+--           holds from now.
 -- ARGV[3]   spread: units of cost that remain before the reset, or 0.
 -- ARGV[4]   spreadIn: µs until the reset, or 0 for no spread.
--- ARGV[5]   cooldown µs, ARGV[6] minimum rate as a fraction of the rule's,
+-- ARGV[5]   the cooldown µs of a bare factor, ARGV[6] minimum rate as a
+--           fraction of the rule's,
 -- ARGV[7]   recovery per second as a fraction of the rule's rate.
 -- ARGV[2i+6], ARGV[2i+7]   bucket i's rule interval in µs (≥ 1) and burst.
 --
 -- Reply: the number of buckets changed.
 
 local now = now_us(ARGV[1])
-local slow, spread, spreadIn = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local cooldown, minFrac, recover = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local slow, cooldown, back, fromFree = string.match(ARGV[2], '^(%S+) (%S+) (%S+) (%S+)$')
+if slow then
+  slow, cooldown, back, fromFree = tonumber(slow), tonumber(cooldown), tonumber(back), fromFree == '1'
+else
+  slow, cooldown, back, fromFree = tonumber(ARGV[2]), tonumber(ARGV[5]), 0, false
+end
+local spread, spreadIn = tonumber(ARGV[3]), tonumber(ARGV[4])
+local minFrac, recover = tonumber(ARGV[6]), tonumber(ARGV[7])
 local changed = 0
 for i = 1, #KEYS do
   local iv, burst = tonumber(ARGV[2 * i + 6]), tonumber(ARGV[2 * i + 7])
@@ -24,9 +40,16 @@ for i = 1, #KEYS do
   local tat0, a0 = tat, a
   local ruleRate = 1000000 / iv
   if slow > 0 and (not a or now - a[2] >= cooldown) then
-    local r0 = math.max(1000000 / interval(iv, a, now) * slow, ruleRate * minFrac)
+    local curIv = interval(iv, a, now)
+    local cur = 1000000 / curIv
+    local r0 = math.max(cur * slow, ruleRate * minFrac)
     local slope = ruleRate * recover
-    a = {r0, now, slope, now + math.floor((ruleRate - r0) / slope * 1000000)}
+    local anchor = now
+    if fromFree then
+      local free = tat - (burst - 1) * curIv
+      anchor = anchor + math.max(0, math.min(free - now, math.floor(r0 / (2 * slope) * 1000000)))
+    end
+    a = {r0 - slope * back / 1000000, anchor - back, slope, anchor + math.floor((ruleRate - r0) / slope * 1000000)}
   end
   if spreadIn > 0 and spread > 0 then
     local cur = interval(iv, a, now)

@@ -1,9 +1,15 @@
 package throttle
 
 import (
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/redistest"
 )
 
 func TestFeedbackFor(t *testing.T) {
@@ -14,11 +20,11 @@ func TestFeedbackFor(t *testing.T) {
 		want feedback
 	}{
 		{name: "a plain response asks nothing", sig: Signal{}, want: feedback{}},
-		{name: "a 429 slows down", sig: Signal{Limited: true}, want: feedback{slow: slowOnLimited}},
+		{name: "a 429 slows down", sig: Signal{Limited: true}, want: feedback{slow: cut{factor: slowOnLimited, cooldown: slowCooldown, fromFree: true}}},
 		{
-			name: "a quota nearly spent slows down gently",
+			name: "a quota nearly spent brakes gently, once per window",
 			sig:  Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 4, HasRemaining: true}}},
-			want: feedback{slow: slowOnLowRemaining},
+			want: feedback{slow: cut{factor: 1 - maxSoftCut/5, cooldown: defaultQuotaWindow + slowCooldown, backdate: slowCooldown}},
 		},
 		{
 			name: "plenty remaining asks nothing",
@@ -31,9 +37,9 @@ func TestFeedbackFor(t *testing.T) {
 			want: feedback{spread: 200, spreadIn: 10 * time.Second},
 		},
 		{
-			name: "nothing remaining is a pause, not a spread",
+			name: "nothing remaining brakes hardest, after the short cooldown, and spreads nothing",
 			sig:  Signal{Quotas: []Quota{{Limit: 1000, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: 10 * time.Second, HasReset: true}}},
-			want: feedback{slow: slowOnLowRemaining},
+			want: feedback{slow: cut{factor: 1 - maxSoftCut, cooldown: 2 * slowCooldown, backdate: slowCooldown}},
 		},
 		{
 			name: "the tightest of several quotas wins",
@@ -67,34 +73,80 @@ func TestAdaptLocal(t *testing.T) {
 		return 1e9 / float64(a.intervalAt(iv, at, 1e9))
 	}
 
+	hard := feedback{slow: cut{factor: slowOnLimited, cooldown: slowCooldown, fromFree: true}}
+	brake := func(remaining int64) feedback {
+		return feedbackFor(Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: remaining, HasRemaining: true}}}, nil)
+	}
 	t.Run("a 429 cuts the rate, which climbs back to the rule", func(t *testing.T) {
-		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, feedback{slow: slowOnLimited})
-		if got := rateAt(a, has, now); got < 84 || got > 85.1 {
-			t.Fatalf("rate after a 429 = %.2f/s, want ≈ 85", got)
+		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, hard)
+		if got := rateAt(a, has, now); got < 69.9 || got > 70.1 {
+			t.Fatalf("rate after a 429 = %.2f/s, want 70", got)
 		}
-		if got := rateAt(a, has, now+5*sec); got < 94 || got > 95.1 {
-			t.Fatalf("rate 5 s later = %.2f/s, want ≈ 95 (2/s recovery)", got)
+		if got := rateAt(a, has, now+5*sec); got < 79.9 || got > 80.1 {
+			t.Fatalf("rate 5 s later = %.2f/s, want ≈ 80 (2/s recovery)", got)
 		}
-		if got := a.intervalAt(iv, now+8*sec, 1e9); got != iv {
-			t.Fatalf("interval 8 s later = %d, want the rule's %d", got, iv)
+		if got := a.intervalAt(iv, now+15*sec, 1e9); got != iv {
+			t.Fatalf("interval 15 s later = %d, want the rule's %d", got, iv)
 		}
 	})
-	t.Run("cuts come at most once per cooldown", func(t *testing.T) {
-		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, feedback{slow: slowOnLimited})
-		_, a2, has2 := adaptLocal(0, a, has, now+int64(slowCooldown)/2, iv, burst, 1e9, feedback{slow: slowOnLimited})
+	t.Run("a hard cut holds from the next free slot, and counts its cooldown from there", func(t *testing.T) {
+		// Paused for a second: the next slot is then, burst-1 intervals
+		// before the TAT.
+		tat := now + sec + (burst-1)*iv
+		_, a, has := adaptLocal(tat, adaptation{}, false, now, iv, burst, 1e9, hard)
+		if a.t0 != now+sec {
+			t.Fatalf("t0 = now%+d ms, want the pause's end", (a.t0-now)/1e6)
+		}
+		if got := rateAt(a, has, now+sec); got < 69.9 || got > 70.1 {
+			t.Fatalf("rate at the pause's end = %.2f/s, want 70: no climb during the pause", got)
+		}
+		// A stale 429 answering a slot booked before the pause changes
+		// nothing, even after the short cooldown.
+		if _, a2, _ := adaptLocal(tat, a, has, now+500*int64(time.Millisecond), iv, burst, 1e9, hard); a2 != a {
+			t.Fatalf("a 429 during the pause cut again: %+v → %+v", a, a2)
+		}
+		// The anchor never leaves the rate before it below half of r0.
+		_, a3, _ := adaptLocal(now+100*sec, adaptation{}, false, now, iv, burst, 1e9, hard)
+		if got := rateAt(a3, true, now); got < 34.9 {
+			t.Fatalf("rate now under a long pause = %.2f/s, want ≥ 35", got)
+		}
+	})
+	t.Run("hard cuts come at most once per cooldown", func(t *testing.T) {
+		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, hard)
+		_, a2, has2 := adaptLocal(0, a, has, now+int64(slowCooldown)/2, iv, burst, 1e9, hard)
 		if a2 != a || !has2 {
 			t.Fatalf("a second 429 within the cooldown changed the adaptation: %+v → %+v", a, a2)
 		}
-		_, a3, _ := adaptLocal(0, a, has, now+int64(slowCooldown), iv, burst, 1e9, feedback{slow: slowOnLimited})
-		if got := rateAt(a3, true, now+int64(slowCooldown)); got > 73 {
-			t.Fatalf("rate after a second cut = %.2f/s, want ≈ 0.85² of 100", got)
+		_, a3, _ := adaptLocal(0, a, has, now+int64(slowCooldown), iv, burst, 1e9, hard)
+		if got := rateAt(a3, true, now+int64(slowCooldown)); got > 50 {
+			t.Fatalf("rate after a second cut = %.2f/s, want ≈ 0.7² of 100", got)
+		}
+	})
+	t.Run("brakes: in proportion, once per window, never holding off a hard cut", func(t *testing.T) {
+		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, brake(4))
+		if got := rateAt(a, has, now); got < 97.9 || got > 98.1 {
+			t.Fatalf("rate after a brake at 4 remaining = %.2f/s, want 98", got)
+		}
+		at := now + 900*int64(time.Millisecond)
+		if _, a2, _ := adaptLocal(0, a, has, at, iv, burst, 1e9, brake(1)); a2 != a {
+			t.Fatalf("a brake within the window changed the adaptation: %+v → %+v", a, a2)
+		}
+		at = now + sec
+		_, a2, _ := adaptLocal(0, a, has, at, iv, burst, 1e9, brake(1))
+		want := rateAt(a, true, at) * (1 - maxSoftCut*4/5)
+		if got := rateAt(a2, true, at); got < want-0.1 || got > want+0.1 {
+			t.Fatalf("rate after a brake at 1 remaining a window later = %.2f/s, want %.2f", got, want)
+		}
+		_, a3, _ := adaptLocal(0, a2, true, at+int64(time.Millisecond), iv, burst, 1e9, hard)
+		if a3 == a2 {
+			t.Fatal("a 429 just after a brake was held off")
 		}
 	})
 	t.Run("the rate never falls below the floor", func(t *testing.T) {
 		a, has := adaptation{}, false
 		at := now
 		for range 100 {
-			_, a, has = adaptLocal(0, a, has, at, iv, burst, 1e9, feedback{slow: 0.5})
+			_, a, has = adaptLocal(0, a, has, at, iv, burst, 1e9, feedback{slow: cut{factor: 0.5, cooldown: slowCooldown}})
 			at += int64(slowCooldown)
 		}
 		if got := rateAt(a, has, at); got < 100*minRateFraction {
@@ -142,4 +194,136 @@ func TestTransportSlowsDownOnLowRemaining(t *testing.T) {
 	if _, ok := ls.adapts["r"]; !ok {
 		t.Fatal("the bucket did not slow down on a nearly spent quota")
 	}
+}
+
+// TestAdaptRedisSameAsLocal runs sequences of feedback through localStore
+// (fake clock) and adapt.lua (the same times passed as the script's now)
+// and requires the same TAT and adaptation after every step: adapt.lua is
+// adaptLocal in integer microseconds.
+func TestAdaptRedisSameAsLocal(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	b := bucket{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 5, cost: 1} // 100/s
+	hard := feedback{slow: cut{factor: slowOnLimited, cooldown: slowCooldown, fromFree: true}}
+	soft := func(remaining int64, window time.Duration) feedback {
+		return feedbackFor(Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: remaining, HasRemaining: true, Window: window}}}, []bucket{b})
+	}
+	type step struct {
+		advance time.Duration
+		f       feedback
+		reserve int // reservations to book after the feedback
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "a hard cut, then cuts only after its cooldown", steps: []step{
+			{f: hard, reserve: 3},
+			{advance: 100 * time.Millisecond, f: hard},
+			{advance: 200 * time.Millisecond, f: hard, reserve: 2},
+			{advance: 2 * time.Second, reserve: 1},
+		}},
+		{name: "brakes once per window, the server's or a second", steps: []step{
+			{f: soft(3, 0)},
+			{advance: 500 * time.Millisecond, f: soft(1, 0)},
+			{advance: 600 * time.Millisecond, f: soft(1, 0), reserve: 2},
+			{advance: 1500 * time.Millisecond, f: soft(2, 2*time.Second)},
+			{advance: 1500 * time.Millisecond, f: soft(2, 2*time.Second)},
+			{advance: 600 * time.Millisecond, f: soft(2, 2*time.Second), reserve: 1},
+		}},
+		{name: "a hard cut follows a brake after the short cooldown", steps: []step{
+			{f: soft(4, 0)},
+			{advance: 100 * time.Millisecond, f: hard},
+			{advance: 200 * time.Millisecond, f: hard},
+			{advance: 100 * time.Millisecond, f: soft(0, 0)},
+			{advance: 300 * time.Millisecond, f: soft(0, 0), reserve: 4},
+		}},
+		{name: "a spread after a cut", steps: []step{
+			{f: hard, reserve: 5},
+			{advance: 50 * time.Millisecond, f: feedback{spread: 20, spreadIn: 4 * time.Second}, reserve: 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := redisCtx(t)
+			start := time.Unix(1_700_000_000, 0)
+			lclk, rclk := fakeclock.New(start), fakeclock.New(start)
+			local := newLocalStore(lclk)
+			remote := redisStoreAt(rdb, testNamespace(t), rclk)
+			bs := []bucket{b}
+			for i, st := range tt.steps {
+				lclk.Advance(st.advance)
+				rclk.Advance(st.advance)
+				if !st.f.empty() {
+					if err := local.adapt(ctx, bs, st.f); err != nil {
+						t.Fatalf("step %d: local adapt: %v", i, err)
+					}
+					if err := remote.adapt(ctx, bs, st.f); err != nil {
+						t.Fatalf("step %d: redis adapt: %v", i, err)
+					}
+				}
+				for range st.reserve {
+					if _, err := local.reserve(ctx, bs, time.Minute); err != nil {
+						t.Fatalf("step %d: local reserve: %v", i, err)
+					}
+					if _, err := remote.reserve(ctx, bs, time.Minute); err != nil {
+						t.Fatalf("step %d: redis reserve: %v", i, err)
+					}
+				}
+				v, err := rdb.Get(ctx, remote.key(&b)).Result()
+				if err != nil {
+					t.Fatalf("step %d: GET: %v", i, err)
+				}
+				local.mu.Lock()
+				ltat := local.tats[b.key]
+				la, lhas := local.adapts[b.key]
+				local.mu.Unlock()
+				now := lclk.Now().UnixNano()
+				if lhas && now >= la.until {
+					lhas = false
+				}
+				rtat, ra, rhas := parseBucketValue(t, v, now/1000)
+				// Intervals in force are whole ns here and whole µs in
+				// Redis, so rates and times agree to a few parts in 1e4,
+				// and the times that decide cooldowns exactly.
+				if d := ltat/1000 - rtat; d < -100 || d > 100 {
+					t.Errorf("step %d: TAT local %d µs, redis %d µs", i, ltat/1000, rtat)
+				}
+				if lhas != rhas {
+					t.Fatalf("step %d: adapted local %v (%+v), redis %v (%q)", i, lhas, la, rhas, v)
+				}
+				if !lhas {
+					continue
+				}
+				if math.Abs(la.rate0-ra.rate0) > 1e-3*math.Abs(la.rate0)+1e-6 || la.t0/1000 != ra.t0 ||
+					math.Abs(la.slope-ra.slope) > 1e-3*max(la.slope, 1) || (la.until/1000-ra.until) > 20000 || (la.until/1000-ra.until) < -20000 {
+					t.Errorf("step %d: adaptation local %+v (ns), redis %+v (µs)", i, la, ra)
+				}
+			}
+		})
+	}
+}
+
+// parseBucketValue decodes a bucket's value in Redis (bucket.lua's format)
+// and reports its adaptation when one is in force at now (µs).
+func parseBucketValue(t *testing.T, v string, now int64) (int64, adaptation, bool) {
+	t.Helper()
+	f := strings.Fields(v)
+	num := func(s string) float64 {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("bucket value %q: %v", v, err)
+		}
+		return x
+	}
+	tat := int64(num(f[0]))
+	if len(f) == 1 {
+		return tat, adaptation{}, false
+	}
+	if len(f) != 5 {
+		t.Fatalf("bucket value %q: want 1 or 5 fields", v)
+	}
+	a := adaptation{rate0: num(f[1]), t0: int64(num(f[2])), slope: num(f[3]), until: int64(num(f[4]))}
+	return tat, a, a.until > now
 }

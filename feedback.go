@@ -23,19 +23,40 @@ func WithMaxRetryAfter(d time.Duration) Option {
 // listen reads what a response says about the server's limits and acts on
 // it for the whole fleet: a response that names a time to come back, or
 // reports a quota exhausted until its reset, pauses every bucket of the
-// request until then, in the store, so that every replica holds back.
+// request until then, in the store, so that every replica holds back; and
+// the waiters of this process that booked their slots before the pause
+// book again after it (waitQueue.hold). Waiters of other processes that
+// already hold slots still go: a pause stops new bookings only.
 func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response) Signal {
 	sig := ParseSignal(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfter, t.dialects...)
 	if len(bs) == 0 {
 		return sig
 	}
-	if wait, ok := sig.Wait(); ok && wait > 0 {
+	if wait, ok := pauseFor(sig); ok && wait > 0 {
 		// The pause must land even if the caller gave up meanwhile: the
 		// server's answer concerns the whole fleet, not this request.
 		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
+		now := t.clock.Now()
+		t.queue.hold(bs, now, now.Add(wait))
 	}
 	if f := feedbackFor(sig, bs); !f.empty() {
 		_ = t.store.adapt(context.WithoutCancel(ctx), bs, f)
 	}
 	return sig
+}
+
+// pauseFor returns the pause sig asks for: its [Signal.Wait], except when a
+// successful response (no rejection, no Retry-After) reports a quota
+// exhausted until a reset of a second or less. A reset comes in whole
+// seconds, so such a report means "a slot frees within the second", which
+// a strict sliding window says on every response near its limit; pausing
+// the fleet for it would cost up to a second of the quota each time.
+// feedbackFor cuts the rate instead, and if the next request is rejected,
+// the rejection's own Retry-After pauses the fleet.
+func pauseFor(sig Signal) (time.Duration, bool) {
+	wait, ok := sig.Wait()
+	if !ok || (!sig.Limited && !sig.HasRetryAfter && wait <= minSpreadReset) {
+		return 0, false
+	}
+	return wait, true
 }

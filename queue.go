@@ -22,6 +22,9 @@ type waitQueue struct {
 
 	mu    sync.Mutex
 	lanes map[string]*lane // bucket key → its waiters; deleted when none is left
+	// held maps a bucket key to the end of a pause the server asked for
+	// (Unix nanoseconds), until it has passed: see hold.
+	held map[string]int64
 }
 
 // lane is one bucket's waiters in this process.
@@ -31,7 +34,54 @@ type lane struct {
 }
 
 func newWaitQueue(max int) *waitQueue {
-	return &waitQueue{max: max, lanes: make(map[string]*lane)}
+	return &waitQueue{max: max, lanes: make(map[string]*lane), held: make(map[string]int64)}
+}
+
+// hold records that the store paused buckets bs until until. A pause stops
+// new bookings in the store, but the waiters of this process that booked
+// before it would still leave on their slots, into the server's rejection;
+// depart sends them back to book again instead. It is kept per bucket key,
+// not per lane, so that a waiter whose booking raced the pause and enters
+// its lane just after is held back too.
+// Pauses that have passed by now are dropped, so that partitioned buckets
+// leave no trail.
+func (q *waitQueue) hold(bs []bucket, now, until time.Time) {
+	end := until.UnixNano()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k, e := range q.held {
+		if e <= now.UnixNano() {
+			delete(q.held, k)
+		}
+	}
+	for _, b := range bs {
+		q.held[b.key] = max(q.held[b.key], end)
+	}
+}
+
+// heldLocked reports whether a waiter of bs whose slot is at slot (Unix
+// nanoseconds) booked it before a pause of one of bs that ends later than
+// slack after it, dropping the pauses that have passed. A slot within
+// slack (the lateness tolerance) of the pause's end is the first after it:
+// the pause's end here and in the store differ by the latency of the call
+// that set it.
+// q.mu must be held.
+func (q *waitQueue) heldLocked(bs []bucket, slot, now int64, slack time.Duration) bool {
+	if len(q.held) == 0 {
+		return false
+	}
+	held := false
+	for _, b := range bs {
+		end, ok := q.held[b.key]
+		switch {
+		case !ok:
+		case end <= now:
+			delete(q.held, b.key)
+		case satAdd(slot, int64(slack)) < end:
+			held = true
+		}
+	}
+	return held
 }
 
 // full returns a QueueFullError if any bucket of bs already has the maximum
@@ -92,7 +142,11 @@ func (q *waitQueue) leave(bs []bucket) {
 // depart sleeps until the waiter's slot, wait from now, then until it is
 // paced behind the waiter that left before it, and marks its departure. The
 // caller must have entered bs. If tolerance ≥ 0 and the waiter wakes more
-// than tolerance after its slot, it returns errLate without departing.
+// than tolerance after its slot, it returns errLate without departing; it
+// does too if a pause of one of bs (hold) ends more than tolerance after
+// the slot, which was therefore booked before the pause: Transport.acquire
+// books it again, after the pause. A waiter with tolerance < 0 (the last
+// attempt) leaves on its slot whatever happened.
 func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tolerance time.Duration) error {
 	slot := c.Now().Add(wait)
 	if err := sleep(ctx, c, wait); err != nil {
@@ -105,6 +159,10 @@ func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tole
 	now := woke.UnixNano()
 	at := now
 	q.mu.Lock()
+	if tolerance >= 0 && q.heldLocked(bs, slot.UnixNano(), now, tolerance) {
+		q.mu.Unlock()
+		return errLate
+	}
 	for _, b := range bs {
 		if l := q.lanes[b.key]; l != nil && l.last != 0 {
 			at = max(at, satAdd(l.last, satMul(int64(b.interval), b.cost)))
