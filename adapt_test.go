@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -326,4 +327,76 @@ func parseBucketValue(t *testing.T, v string, now int64) (int64, adaptation, boo
 	}
 	a := adaptation{rate0: num(f[1]), t0: int64(num(f[2])), slope: num(f[3]), until: int64(num(f[4]))}
 	return tat, a, a.until > now
+}
+
+func TestPauseFor(t *testing.T) {
+	exhausted := func(reset time.Duration) []Quota {
+		return []Quota{{Limit: 100, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: reset, HasReset: true}}
+	}
+	tests := []struct {
+		name      string
+		sig       Signal
+		wantPause time.Duration
+		wantOK    bool
+	}{
+		{name: "nothing said", sig: Signal{}},
+		{name: "a 429's Retry-After pauses", sig: Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true, Quotas: exhausted(time.Second)}, wantPause: time.Second, wantOK: true},
+		{name: "a success with nothing left for a second does not", sig: Signal{Quotas: exhausted(time.Second)}},
+		{name: "a success with nothing left for longer pauses until the reset", sig: Signal{Quotas: exhausted(5 * time.Second)}, wantPause: 5 * time.Second, wantOK: true},
+		{name: "a rejection with nothing left for a second pauses", sig: Signal{Limited: true, Quotas: exhausted(time.Second)}, wantPause: time.Second, wantOK: true},
+		{name: "a success naming a Retry-After pauses", sig: Signal{RetryAfter: 300 * time.Millisecond, HasRetryAfter: true}, wantPause: 300 * time.Millisecond, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := pauseFor(tt.sig); got != tt.wantPause || ok != tt.wantOK {
+				t.Fatalf("pauseFor = %v, %v; want %v, %v", got, ok, tt.wantPause, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestFeedbackPauseHoldsBookedWaiters: a waiter of this process that booked
+// its slot before a pause came does not leave on it, into the server's
+// rejection, but books again and leaves after the pause.
+func TestFeedbackPauseHoldsBookedWaiters(t *testing.T) {
+	clk := fakeclock.New(epoch)
+	sent := make(chan time.Time, 4)
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		sent <- clk.Now()
+		return okBase(r)
+	})
+	tr := mustNew(t, base, WithClock(clk), WithHeadroom(0), WithRetry(RetryPolicy{MaxAttempts: 1}), WithRules(Rule{
+		Name: "r", Limit: Limit{Rate: 10, Period: time.Second, Burst: 1},
+	}))
+	if err := roundTrip(tr, newReq(t, context.Background(), http.MethodGet, "http://x/")); err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	done := make(chan error, 1)
+	go func() { done <- roundTrip(tr, newReq(t, context.Background(), http.MethodGet, "http://x/")) }()
+	clk.WaitTimers(1) // booked at epoch+100ms, asleep
+	bs, err := tr.buckets(newReq(t, context.Background(), http.MethodGet, "http://x/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.listen(context.Background(), bs, &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}})
+	clk.Advance(100 * time.Millisecond) // its slot, inside the pause
+	// It books again and sleeps until the pause's end; leaving instead
+	// would show on sent.
+	for clk.Timers() < 1 {
+		select {
+		case at := <-sent:
+			t.Fatalf("the waiter left at epoch+%v, inside the pause", at.Sub(epoch))
+		case err := <-done:
+			t.Fatalf("the waiter returned %v inside the pause", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	clk.Advance(900 * time.Millisecond)
+	if at := <-sent; at.Before(epoch.Add(time.Second)) {
+		t.Fatalf("the waiter left at epoch+%v, before the pause's end", at.Sub(epoch))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
