@@ -35,8 +35,12 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response
 	if wait, ok := pauseFor(sig); ok && wait > 0 {
 		// The pause must land even if the caller gave up meanwhile: the
 		// server's answer concerns the whole fleet, not this request.
-		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
+		// Its end here is reckoned from before the store's call, so that
+		// it comes no later than the store's: a slot booked after the
+		// pause is not held back (waitQueue.heldLocked allows the
+		// lateness tolerance for the rest).
 		now := t.clock.Now()
+		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
 		t.queue.hold(bs, now, now.Add(wait))
 	}
 	if f := feedbackFor(sig, bs); !f.empty() {
