@@ -34,8 +34,11 @@ func TestFleetPausesOn429(t *testing.T) {
 
 // TestFleetPausesOn429Saturated is TestFleetPausesOn429 with a fleet that
 // wants twice the bucket's rate (4 processes of 8 unpaced goroutines), so
-// that up to 32 requests are booked ahead when the 429 comes: those already
-// booked still go (up to 320 ms after the pause landed), and no other.
+// that up to 32 requests are booked ahead when the 429 comes: those of the
+// process that received the 429 book again after the pause (waitQueue.hold
+// in the throttle package); those of the other processes, already booked,
+// still go (up to 320 ms after the pause landed), and no other. The split
+// is logged.
 func TestFleetPausesOn429Saturated(t *testing.T) {
 	runPause(t, 8, 0)
 }
@@ -76,10 +79,10 @@ func runPause(t *testing.T, goroutines int, interval time.Duration) {
 	all := srv.Arrivals()
 	start := srv.Offset(res.Start)
 	var at429 time.Duration
-	found := false
+	found, receiver := false, 0
 	for _, a := range all {
 		if a.Seq == pauseNth {
-			at429, found = a.At, true
+			at429, found, receiver = a.At, true, a.Worker
 		}
 	}
 	if !found {
@@ -126,6 +129,14 @@ func runPause(t *testing.T, goroutines int, interval time.Duration) {
 	}
 	t.Logf("%d arrivals in the pause (tolerance: %d, one per goroutine, within %v of the 429; stalls %v)",
 		len(in), goroutinesAll, committedHorizon.Round(time.Millisecond), stalled.Round(time.Millisecond))
+	fromReceiver := 0
+	for _, a := range in {
+		if a.Worker == receiver {
+			fromReceiver++
+		}
+	}
+	t.Logf("of which %d from worker %d, which received the 429 (its booked waiters book again after the pause), %d from the others (their booked slots still go)",
+		fromReceiver, receiver, len(in)-fromReceiver)
 	if len(in) > goroutinesAll {
 		t.Errorf("%d arrivals during the 2 s pause, more than the %d goroutines could have committed before it", len(in), goroutinesAll)
 	}

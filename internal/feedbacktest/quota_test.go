@@ -30,17 +30,21 @@ const (
 // speaking each dialect.
 //
 // Settle time: the fleet starts at the full 100/s plus the outside 30/s,
-// so the server rejects from the first second; the fleet learns the quota
-// from its answers (a 429's Retry-After pauses it; rate-limit headers cut
-// and spread its rate). The first 3 s are allowed for that: time for the
-// first window to fill, for one pause of the Retry-After's 1 s, and for the
-// rate to come down to what remains. From then on, fewer than 1 % of the
-// fleet's requests may be rejected, and the fleet must use at least 90 %
-// of the 70/s that remain.
+// so the server's window fills within the first second (≈ 0.8 s) and its
+// first 429s come then: their Retry-After: 1 pauses the fleet, and the hard
+// cut (×0.7, with the brakes just before it) brings the bucket to what
+// remains, holding from the pause's end (≈ 1.8 s). The first window after
+// the restart refills by ≈ 2.8 s, and the brakes correct what is left of
+// the overshoot once per window. The first 3 s are allowed for that: one
+// window to fill, one pause of the Retry-After's 1 s, one window to
+// settle. Measured: the only 429s of a run fall in its first second, and
+// the fleet holds 63-67/s from the second or third second on. From 3 s
+// on, fewer than 1 % of the fleet's requests may be rejected, and the
+// fleet must use at least 90 % of the 70/s that remain.
 //
 // With only Retry-After on 429s the fleet has nothing to learn from but the
-// 429s themselves; that case is logged for the record and must at least
-// keep within the quota's spirit: see the subtest.
+// 429s themselves; that case is logged for the record and held to looser
+// bounds, what the design reliably gives there: see runQuota.
 func TestFleetSharesQuota(t *testing.T) {
 	for _, tc := range []struct {
 		dialect dialect
@@ -125,11 +129,13 @@ func runQuota(t *testing.T, d dialect, strict bool) {
 	}
 	if !strict {
 		// With nothing but Retry-After the fleet learns only from 429s:
-		// the bounds are the for the header dialects; here the
-		// test asks only that the fleet is neither rejected wholesale nor
-		// starved.
-		if rejShare > 0.10 || use < 0.5 {
-			t.Errorf("%s: %.2f %% rejected, %.1f %% used: want ≤ 10 %% and ≥ 50 %%", d, 100*rejShare, 100*use)
+		// it climbs (2 %/s of the rule) until one comes, which pauses it
+		// for a second and cuts it ×0.7, every 5-8 s. The bounds
+		// are for the header dialects; these are what that cycle
+		// reliably gives, with a margin for a loaded machine (measured
+		// over three runs: 0.23-0.24 % rejected, 79.7-82.7 % used).
+		if rejShare >= 0.02 || use < 0.65 {
+			t.Errorf("%s: %.2f %% rejected, %.1f %% used: want < 2 %% and ≥ 65 %%", d, 100*rejShare, 100*use)
 		}
 		return
 	}
