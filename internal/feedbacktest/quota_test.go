@@ -130,7 +130,7 @@ func runQuota(t *testing.T, d dialect, strict bool) {
 	if !strict {
 		// With nothing but Retry-After the fleet learns only from 429s:
 		// it climbs (2 %/s of the rule) until one comes, which pauses it
-		// for a second and cuts it ×0.7, every 5-8 s. The bounds
+		// for a second and cuts it ×0.7, every 11-12 s. The bounds
 		// are for the header dialects; these are what that cycle
 		// reliably gives, with a margin for a loaded machine (measured
 		// over three runs: 0.23-0.24 % rejected, 79.7-82.7 % used).
