@@ -221,8 +221,7 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 // A request whose buckets disagree by more than a bucket's lateness
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
-// departs (see reservation.deferred). When the second step finds no slot in
-// time, the first step's slot is lost and the request starts over.
+// departs (see reservation.deferred).
 func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 	if len(bs) == 0 {
 		return nil
@@ -238,8 +237,7 @@ func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
 }
 
 // maxAcquireAttempts bounds the times a request books again after waking
-// late or missing its deferred buckets; the last attempt goes late rather
-// than fail.
+// late; the last attempt goes late rather than fail.
 const maxAcquireAttempts = 3
 
 // errLate reports a waiter that woke too long after its slot.
@@ -277,37 +275,38 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			tolerance = lateness(bs)
 		}
 		if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
-			if !errors.Is(err, errLate) {
-				t.giveBack(ctx, &r)
-			}
+			// Late or cancelled, the slot goes back where it is still the
+			// last one booked: a late request then books again at the
+			// time it really leaves, which the bucket counts right, and
+			// only a slot with bookings behind it is lost.
+			t.giveBack(ctx, &r)
 			return err
 		}
 	}
 	if rest := r.deferred(); len(rest) > 0 {
-		return t.bookDeferred(ctx, bs, rest, mayBeLate)
+		if err := t.bookDeferred(ctx, rest); err != nil {
+			t.giveBack(ctx, &r)
+			return err
+		}
 	}
 	return nil
 }
 
 // bookDeferred books, at the departure, the buckets a reservation deferred
-// (rest). They must have a slot within the lateness tolerance of the
-// buckets booked before, or those slots would be spent late: else errLate,
-// unless this is the last attempt, which waits as long as allowed. Each
-// round books at least the slowest of rest, so it ends.
-func (t *Transport) bookDeferred(ctx context.Context, bs, rest []bucket, mayBeLate bool) error {
+// (rest), waiting for their slots as long as the request's budget allows.
+// The buckets booked before then see the request leave that much later
+// than they counted: a deferred bucket usually has room (it was deferred
+// because its slot came early), and when it has none the request queues in
+// it like any other rather than give up the slot it holds. Each round books
+// at least the slowest of rest, so it ends.
+func (t *Transport) bookDeferred(ctx context.Context, rest []bucket) error {
 	for len(rest) > 0 {
-		budget, reason := lateness(bs), ErrBeyondMaxWait
-		if !mayBeLate {
-			budget, reason = t.budget(ctx)
-		}
+		budget, reason := t.budget(ctx)
 		r, err := t.store.reserve(ctx, rest, budget)
 		if err != nil {
 			return err
 		}
 		if !r.ok {
-			if mayBeLate {
-				return errLate
-			}
 			return &WaitError{Rule: rest[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 		}
 		if err := sleep(ctx, t.clock, r.wait); err != nil {

@@ -123,7 +123,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stripe example:", err)
 		os.Exit(1)
 	}
-	if !res.OK() {
+	// The verdict is printed; only requests that failed make the run fail:
+	// utilisation depends on the machine (a loaded one stalls replicas).
+	if res.Failed() > 0 {
 		os.Exit(1)
 	}
 }
