@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -67,18 +66,6 @@ type cut struct {
 	cooldown time.Duration
 	backdate time.Duration
 	fromFree bool
-}
-
-// MarshalBinary is the cut as adapt.lua's ARGV[2] reads it: the factor,
-// the cooldown and the backdate in whole µs (the cooldown rounded up, so
-// that it is never shortened, the backdate down), and 1 or 0 for fromFree,
-// separated by spaces. go-redis sends a script argument through it.
-func (c cut) MarshalBinary() ([]byte, error) {
-	free := 0
-	if c.fromFree {
-		free = 1
-	}
-	return fmt.Appendf(nil, "%.17g %d %d %d", c.factor, spanMicros(c.cooldown, true), spanMicros(c.backdate, false), free), nil
 }
 
 // stronger reports whether c cuts deeper than d, or as deep sooner.

@@ -7,35 +7,29 @@
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[2]   the cut: "factor cooldown backdate fromFree" (cut.MarshalBinary):
---           the factor to multiply the rate by (0 < factor < 1, or 0 for
---           none), the least time in µs since the bucket's last cut (its
---           t0), how far in µs before now the cut places its own t0 (the
---           rate's line is the same from whichever point it is referenced),
---           and 1 if the cut holds from the bucket's next free slot on, else
---           0. A bare factor takes ARGV[5] as its cooldown, no backdate and
---           holds from now.
--- ARGV[3]   spread: units of cost that remain before the reset, or 0.
--- ARGV[4]   spreadIn: µs until the reset, or 0 for no spread.
--- ARGV[5]   the cooldown µs of a bare factor, ARGV[6] minimum rate as a
---           fraction of the rule's,
--- ARGV[7]   recovery per second as a fraction of the rule's rate.
--- ARGV[2i+6], ARGV[2i+7]   bucket i's rule interval in µs (≥ 1) and burst.
+-- ARGV[2]   the cut's factor: multiply the rate by it (0 < factor < 1),
+--           or 0 for no cut.
+-- ARGV[3]   the cut's cooldown: the least time in µs since the bucket's
+--           last cut (its t0).
+-- ARGV[4]   the cut's backdate: how far in µs before now the cut places its
+--           own t0 (the rate's line is the same from whichever point it is
+--           referenced).
+-- ARGV[5]   1 if the cut holds from the bucket's next free slot on, else 0.
+-- ARGV[6]   spread: units of cost that remain before the reset, or 0.
+-- ARGV[7]   spreadIn: µs until the reset, or 0 for no spread.
+-- ARGV[8]   the minimum rate as a fraction of the rule's.
+-- ARGV[9]   recovery per second as a fraction of the rule's rate.
+-- ARGV[2i+8], ARGV[2i+9]   bucket i's rule interval in µs (≥ 1) and burst.
 --
 -- Reply: the number of buckets changed.
 
 local now = now_us(ARGV[1])
-local slow, cooldown, back, fromFree = string.match(ARGV[2], '^(%S+) (%S+) (%S+) (%S+)$')
-if slow then
-  slow, cooldown, back, fromFree = tonumber(slow), tonumber(cooldown), tonumber(back), fromFree == '1'
-else
-  slow, cooldown, back, fromFree = tonumber(ARGV[2]), tonumber(ARGV[5]), 0, false
-end
-local spread, spreadIn = tonumber(ARGV[3]), tonumber(ARGV[4])
-local minFrac, recover = tonumber(ARGV[6]), tonumber(ARGV[7])
+local slow, cooldown, back, fromFree = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
+local spread, spreadIn = tonumber(ARGV[6]), tonumber(ARGV[7])
+local minFrac, recover = tonumber(ARGV[8]), tonumber(ARGV[9])
 local changed = 0
 for i = 1, #KEYS do
-  local iv, burst = tonumber(ARGV[2 * i + 6]), tonumber(ARGV[2 * i + 7])
+  local iv, burst = tonumber(ARGV[2 * i + 8]), tonumber(ARGV[2 * i + 9])
   local tat, a = load(KEYS[i], now)
   local tat0, a0 = tat, a
   local ruleRate = 1000000 / iv

@@ -540,9 +540,13 @@ func (s *redisStore) adaptGroup(ctx context.Context, bs []bucket, idx []int, f f
 		n = len(idx)
 	}
 	keys := make([]string, 0, n)
-	args := make([]any, 0, 7+2*n)
-	args = append(args, s.nowArg(), f.slow, f.spread, spanMicros(f.spreadIn, false),
-		spanMicros(slowCooldown, false), minRateFraction, recoverPerSecond)
+	args := make([]any, 0, 9+2*n)
+	fromFree := 0
+	if f.slow.fromFree {
+		fromFree = 1
+	}
+	args = append(args, s.nowArg(), f.slow.factor, spanMicros(f.slow.cooldown, true), spanMicros(f.slow.backdate, false), fromFree,
+		f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond)
 	for j := range n {
 		i := j
 		if idx != nil {
