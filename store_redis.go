@@ -469,61 +469,36 @@ func (s *redisStore) refundGroup(ctx context.Context, r *reservation, idx []int)
 }
 
 func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
-	if len(bs) == 0 {
-		return nil
+	var errs []error
+	for _, idx := range s.groupsOrAll(bs) {
+		errs = append(errs, s.runOnBuckets(ctx, pauseScript, "pause", bs, idx, s.nowArg(), spanMicros(d, true)))
 	}
-	if s.split {
-		if groups := s.groups(bs); len(groups) > 1 {
-			var errs []error
-			for _, g := range groups {
-				errs = append(errs, s.pauseGroup(ctx, bs, g, d))
-			}
-			return errors.Join(errs...)
-		}
-	}
-	return s.pauseGroup(ctx, bs, nil, d)
-}
-
-// pauseGroup runs pause.lua for the buckets of bs at indices idx, or all of
-// them when idx is nil.
-func (s *redisStore) pauseGroup(ctx context.Context, bs []bucket, idx []int, d time.Duration) error {
-	n := len(bs)
-	if idx != nil {
-		n = len(idx)
-	}
-	keys := make([]string, 0, n)
-	args := make([]any, 2, 2+2*n)
-	args[0], args[1] = s.nowArg(), spanMicros(d, true)
-	for j := range n {
-		i := j
-		if idx != nil {
-			i = idx[j]
-		}
-		keys = append(keys, s.key(&bs[i]))
-		args = append(args, micros(bs[i].interval), bs[i].burst)
-	}
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	if err := pauseScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
-		return fmt.Errorf("throttle: redis pause: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (s *redisStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
-	if len(bs) == 0 || f.empty() {
+	if f.empty() {
 		return nil
+	}
+	fromFree := 0
+	if f.slow.fromFree {
+		fromFree = 1
 	}
 	var errs []error
 	for _, idx := range s.groupsOrAll(bs) {
-		errs = append(errs, s.adaptGroup(ctx, bs, idx, f))
+		errs = append(errs, s.runOnBuckets(ctx, adaptScript, "adapt", bs, idx,
+			s.nowArg(), f.slow.factor, spanMicros(f.slow.cooldown, true), spanMicros(f.slow.backdate, false), fromFree,
+			f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond))
 	}
 	return errors.Join(errs...)
 }
 
 // groupsOrAll returns the tag groups of bs when they may be split, or one
-// nil group meaning all of them.
+// nil group meaning all of them; none when bs is empty.
 func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
+	if len(bs) == 0 {
+		return nil
+	}
 	if s.split {
 		if groups := s.groups(bs); len(groups) > 1 {
 			return groups
@@ -532,21 +507,17 @@ func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
 	return [][]int{nil}
 }
 
-// adaptGroup runs adapt.lua for the buckets of bs at indices idx, or all of
-// them when idx is nil.
-func (s *redisStore) adaptGroup(ctx context.Context, bs []bucket, idx []int, f feedback) error {
+// runOnBuckets runs script (pause.lua or adapt.lua) on the buckets of bs at
+// indices idx, or all of them when idx is nil: ARGV is head, then each
+// bucket's interval in µs and burst.
+func (s *redisStore) runOnBuckets(ctx context.Context, script *redis.Script, what string, bs []bucket, idx []int, head ...any) error {
 	n := len(bs)
 	if idx != nil {
 		n = len(idx)
 	}
 	keys := make([]string, 0, n)
-	args := make([]any, 0, 9+2*n)
-	fromFree := 0
-	if f.slow.fromFree {
-		fromFree = 1
-	}
-	args = append(args, s.nowArg(), f.slow.factor, spanMicros(f.slow.cooldown, true), spanMicros(f.slow.backdate, false), fromFree,
-		f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond)
+	args := make([]any, 0, len(head)+2*n)
+	args = append(args, head...)
 	for j := range n {
 		i := j
 		if idx != nil {
@@ -557,8 +528,8 @@ func (s *redisStore) adaptGroup(ctx context.Context, bs []bucket, idx []int, f f
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	if err := adaptScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
-		return fmt.Errorf("throttle: redis adapt: %w", err)
+	if err := script.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("throttle: redis %s: %w", what, err)
 	}
 	return nil
 }
