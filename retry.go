@@ -84,39 +84,24 @@ func RetryRateLimited(_ *http.Response, s Signal) bool {
 	return s.Limited && s.ShouldRetry != RetryHintDoNotRetry
 }
 
-// retrier is a RetryPolicy with its defaults filled in.
-type retrier struct {
-	maxAttempts int
-	maxElapsed  time.Duration
-	replayable  func(*http.Request) bool
-	shouldRetry func(*http.Response, Signal) bool
-	newBackOff  func() backoff.BackOff
-}
-
-func newRetrier(p RetryPolicy) retrier {
-	r := retrier{
-		maxAttempts: p.MaxAttempts,
-		maxElapsed:  p.MaxElapsed,
-		replayable:  p.Replayable,
-		shouldRetry: p.ShouldRetry,
-		newBackOff:  p.NewBackOff,
+// withDefaults returns p with every unset field set to its default.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
 	}
-	if r.maxAttempts <= 0 {
-		r.maxAttempts = DefaultMaxAttempts
+	if p.MaxElapsed <= 0 {
+		p.MaxElapsed = DefaultMaxRetryElapsed
 	}
-	if r.maxElapsed <= 0 {
-		r.maxElapsed = DefaultMaxRetryElapsed
+	if p.Replayable == nil {
+		p.Replayable = Replayable
 	}
-	if r.replayable == nil {
-		r.replayable = Replayable
+	if p.ShouldRetry == nil {
+		p.ShouldRetry = RetryRateLimited
 	}
-	if r.shouldRetry == nil {
-		r.shouldRetry = RetryRateLimited
+	if p.NewBackOff == nil {
+		p.NewBackOff = defaultBackOff
 	}
-	if r.newBackOff == nil {
-		r.newBackOff = defaultBackOff
-	}
-	return r
+	return p
 }
 
 func defaultBackOff() backoff.BackOff {
@@ -125,7 +110,7 @@ func defaultBackOff() backoff.BackOff {
 	b.Multiplier = 2
 	b.RandomizationFactor = 0.5
 	b.MaxInterval = 30 * time.Second
-	b.MaxElapsedTime = 0 // the retrier bounds the elapsed time itself
+	b.MaxElapsedTime = 0 // RetryPolicy.MaxElapsed bounds the elapsed time
 	b.Reset()
 	return b
 }

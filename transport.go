@@ -31,7 +31,7 @@ type Transport struct {
 	maxWait       time.Duration
 	dialects      []Dialect
 	maxRetryAfter time.Duration
-	retry         retrier
+	retry         RetryPolicy
 	err           error // a configuration error, returned by every RoundTrip
 }
 
@@ -67,7 +67,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		queue:         newWaitQueue(cfg.maxQueue),
 		dialects:      cfg.dialects,
 		maxRetryAfter: cfg.maxRetryAfter,
-		retry:         newRetrier(cfg.retry),
+		retry:         cfg.retry.withDefaults(),
 	}
 	if t.err = errors.Join(cfg.errs...); t.err != nil {
 		return t
@@ -127,17 +127,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
 		sig := t.listen(ctx, bs, resp)
-		if attempt >= t.retry.maxAttempts || !t.retry.shouldRetry(resp, sig) || !t.retry.replayable(req) {
+		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
 		delay, ok := sig.Wait()
 		if !ok {
-			delay = bo.next(t.retry.newBackOff)
+			delay = bo.next(t.retry.NewBackOff)
 			if delay == backoff.Stop {
 				return resp, nil
 			}
 		}
-		if t.clock.Now().Add(delay).Sub(start) > t.retry.maxElapsed || beyondDeadline(ctx, t.clock.Now().Add(delay)) {
+		if t.clock.Now().Add(delay).Sub(start) > t.retry.MaxElapsed || beyondDeadline(ctx, t.clock.Now().Add(delay)) {
 			return resp, nil
 		}
 		release(resp)
