@@ -56,20 +56,23 @@ func (b *breaker) closed() bool {
 	return !b.open
 }
 
-// success records a call that Redis answered. Only the probe's success
-// closes an open breaker: a call that started before the outage and
-// answered late says little about Redis now.
-func (b *breaker) success(now time.Time, probe bool) {
+// success records a call that Redis answered, and reports whether it
+// closed the breaker (the return to the shared bucket). Only the probe's
+// success closes an open breaker: a call that started before the outage
+// and answered late says little about Redis now.
+func (b *breaker) success(now time.Time, probe bool) (closed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !probe {
-		return
+		return false
 	}
 	b.probing = false
-	if b.open {
-		b.open, b.cause = false, nil
-		b.notify.push(ModeChange{From: b.outage, To: ModeShared, At: now})
+	if !b.open {
+		return false
 	}
+	b.open, b.cause = false, nil
+	b.notify.push(ModeChange{From: b.outage, To: ModeShared, At: now})
+	return true
 }
 
 // release ends a probe that proved nothing (its caller gave up), so that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -87,13 +88,22 @@ type fallbackStore struct {
 	// guard runs each Redis call on a goroutine of its own, so that the
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
-	guard   bool
-	outage  Mode
-	brk     *breaker
-	local   *localBuckets
-	fleet   func() int64 // live replicas last seen by the heartbeat; 0 if none yet
-	share   float64      // explicit share (WithFleetShare), or 0
-	assumed int64        // fleet size assumed before any heartbeat
+	guard  bool
+	outage Mode
+	brk    *breaker
+	local  *localBuckets
+	fleet  func() int64 // live replicas last seen by the heartbeat; 0 if none yet
+	// graceUntil is the end (UnixNano, by clock) of the grace period after
+	// the last return to the shared bucket, or 0: until then requests also
+	// respect their local share buckets (see inGrace).
+	graceUntil atomic.Int64
+	// outageShare is the share (float64 bits) the local buckets last ran
+	// at during an outage, or 0. The grace period keeps to it: right after
+	// a Redis restart the heartbeat's count starts again from 1 as the
+	// replicas beat in turn, and a share taken from it would be too large.
+	outageShare atomic.Uint64
+	share       float64 // explicit share (WithFleetShare), or 0
+	assumed     int64   // fleet size assumed before any heartbeat
 }
 
 var _ store = (*fallbackStore)(nil)
@@ -126,10 +136,16 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
-		r, err := f.reserveShared(ctx, bs, maxWait)
+		r, err := f.reserveShared(ctx, bs, maxWait, probe)
 		if err == nil {
 			f.warm.Store(true)
-			f.brk.success(f.clock.Now(), probe)
+			done := f.clock.Now()
+			if f.brk.success(done, probe) && f.outage == ModeFallback {
+				f.graceUntil.Store(done.Add(returnGrace).UnixNano())
+			}
+			if until := f.graceUntil.Load(); until != 0 {
+				r = f.inGrace(done, until, r, maxWait)
+			}
 			return r, nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -147,14 +163,61 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 	case ModeFailClosed:
 		return reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 	}
-	return f.local.reserve(now, bs, maxWait, f.shareNow()), nil
+	share := f.shareNow()
+	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
+		f.outageShare.Store(bits)
+	}
+	return f.local.reserve(now, bs, maxWait, share), nil
+}
+
+// graceShare returns the share the grace period runs the local buckets
+// at: the outage's, unless the current one is smaller.
+func (f *fallbackStore) graceShare() float64 {
+	share := f.shareNow()
+	if s := math.Float64frombits(f.outageShare.Load()); s > 0 && s < share {
+		return s
+	}
+	return share
+}
+
+// inGrace applies the grace period after a return to the shared bucket to
+// r, a reservation Redis just made at now. Replicas return one by one (each
+// at its own probe, go-redis redials at most once a second): those back
+// first would spend the whole shared rate while the others still spend
+// their local share. So until the grace period (returnGrace) is over, a
+// request also books its slot in its local share bucket, the limiter of the
+// outage still carrying what it spent, and departs at the later of the
+// two: a replica spends at most its share until the whole fleet books in
+// Redis again. When the local slot is the later one, the shared slot is
+// used late by that much, at most the request's maxWait (beyond it the
+// local slot yields, see localBuckets.reserveGrace). After the grace
+// period, the next request of each bucket books what its local limiter
+// spent and has not earned back, as on the return, waiting slots
+// included, and drops the limiter.
+func (f *fallbackStore) inGrace(now time.Time, until int64, r reservation, maxWait time.Duration) reservation {
+	if now.UnixNano() >= until {
+		if f.graceUntil.CompareAndSwap(until, 0) {
+			f.local.unsettle(now)
+		}
+		return r
+	}
+	if !r.ok || len(r.booked) != len(r.buckets) || len(r.booked) == 0 {
+		return r
+	}
+	wait, limiter, ok := f.local.reserveGrace(now, r.buckets, r.booked, maxWait, f.graceShare())
+	if ok && wait > r.wait {
+		r.wait, r.limiter = wait, limiter
+	}
+	return r
 }
 
 // reserveShared books bs in Redis. The first booking of a bucket after an
 // outage also books what this replica spent locally and has not yet
 // recovered (its debt), so the fleet does not spend a burst locally and
 // then a second one from the shared bucket.
-func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+//
+// A probe's or a grace period's settled limiters stay (see inGrace).
+func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration, probe bool) (reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
 		withDebt = bs
@@ -165,7 +228,7 @@ func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait 
 		f.local.releaseDebts(debts)
 		return reservation{}, err
 	case debts != nil:
-		f.local.settleDebts(debts)
+		f.local.settleDebts(debts, probe || f.graceUntil.Load() != 0)
 	}
 	if r.ok || len(bs) == 0 || &withDebt[0] == &bs[0] {
 		r.buckets = bs // the Transport's view; the costs differ only by the debt
@@ -196,6 +259,10 @@ func (f *fallbackStore) refund(ctx context.Context, r *reservation) error {
 		// Booked locally (or nowhere, in fail-open mode).
 		f.local.refund(f.clock.Now(), r)
 		return nil
+	}
+	if f.graceUntil.Load() != 0 && len(r.booked) > 0 {
+		// Booked in the local buckets too, during the grace period.
+		f.local.refundHeld(f.clock.Now(), &r.booked[0])
 	}
 	if !f.brk.closed() {
 		// The slot is in a Redis that does not answer: it stays spent

@@ -41,6 +41,10 @@ type localBucket struct {
 	share       float64   // the share lim is sized for
 	pausedUntil time.Time // lim is only ever used at or after this time
 	settling    bool      // its debt is being booked in Redis
+	// settled: its debt is booked in Redis (or it was made after the
+	// return, so all it spent is booked there too); it stays only for the
+	// return's grace period (see reserveGrace), then dropSettled drops it.
+	settled bool
 }
 
 // heldLocal is a reservation that may still be refunded: its parts in the
@@ -116,11 +120,70 @@ func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.maybeSweep(now)
+	parts, wait, limiter := l.book(now, bs, nil, share)
+	r := reservation{wait: wait, limiter: limiter, buckets: bs}
+	if wait > maxWait {
+		cancelParts(l.at(now), parts)
+		return r
+	}
+	r.ok = true
+	if wait > 0 {
+		// Only a request that waits can give its slot back.
+		marker := make([]int64, 1)
+		r.prev = marker
+		l.held[&marker[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
+	}
+	return r
+}
+
+// reserveGrace books in the local buckets too, during the grace period
+// after a return to the shared bucket, a request the shared bucket has
+// just booked: each bucket whose booked TAT is not 0 (a deferred one is
+// booked in its own call later). It returns the wait the local buckets
+// impose and the index of the bucket that set it. If that wait exceeds
+// maxWait, nothing is booked locally and ok is false: the request then
+// departs at its shared slot, since it must not fail because of the
+// return. A waiting booking is held under &booked[0], for refundHeld.
+//
+// Limiters made here are settled at once: what they spend is booked in
+// Redis as well, so it is owed nothing.
+func (l *localBuckets) reserveGrace(now time.Time, bs []bucket, booked []int64, maxWait time.Duration, share float64) (wait time.Duration, limiter int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maybeSweep(now)
+	parts, wait, limiter := l.book(now, bs, booked, share)
+	if wait > maxWait {
+		cancelParts(l.at(now), parts)
+		return wait, limiter, false
+	}
+	if wait > 0 {
+		l.held[&booked[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
+	}
+	return wait, limiter, true
+}
+
+// book reserves one slot in each bucket of bs, or, with booked non-nil
+// (the grace period), in each whose booked TAT is not 0, and returns the
+// parts made and the longest wait from now, with its bucket's index. In
+// the outage (booked nil) a limiter spends anew, so it is no longer
+// settled; in the grace period a new limiter is settled from the start.
+// l.mu must be held.
+func (l *localBuckets) book(now time.Time, bs []bucket, booked []int64, share float64) ([]heldPart, time.Duration, int) {
 	parts := make([]heldPart, 0, len(bs))
 	var wait time.Duration
 	limiter := 0
 	for i := range bs {
+		if booked != nil && booked[i] == 0 {
+			continue
+		}
+		_, known := l.m[bs[i].key]
 		e := l.get(now, &bs[i], share)
+		switch {
+		case booked == nil:
+			e.settled = false
+		case !known:
+			e.settled = true
+		}
 		at := later(l.at(now), e.pausedUntil)
 		// A cost above the local burst (a share of the rule's burst) is
 		// booked in burst-sized parts, one after the other.
@@ -138,19 +201,7 @@ func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration
 			left -= n
 		}
 	}
-	r := reservation{wait: wait, limiter: limiter, buckets: bs}
-	if wait > maxWait {
-		cancelParts(l.at(now), parts)
-		return r
-	}
-	r.ok = true
-	if wait > 0 {
-		// Only a request that waits can give its slot back.
-		marker := make([]int64, 1)
-		r.prev = marker
-		l.held[&marker[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
-	}
-	return r
+	return parts, wait, limiter
 }
 
 // refund gives back the tokens of a waiting local reservation, as far as
@@ -160,13 +211,20 @@ func (l *localBuckets) refund(now time.Time, r *reservation) {
 	if len(r.prev) != 1 {
 		return
 	}
+	l.refundHeld(now, &r.prev[0])
+}
+
+// refundHeld gives back the tokens of the waiting booking held under key
+// (a local reservation's marker, or a grace booking's &booked[0]), if
+// any.
+func (l *localBuckets) refundHeld(now time.Time, key *int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h, ok := l.held[&r.prev[0]]
+	h, ok := l.held[key]
 	if !ok {
 		return
 	}
-	delete(l.held, &r.prev[0])
+	delete(l.held, key)
 	cancelParts(l.at(now), h.parts)
 }
 
@@ -217,7 +275,7 @@ func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) 
 	var debts []debt
 	for i := range bs {
 		e := l.m[bs[i].key]
-		if e == nil || e.settling {
+		if e == nil || e.settling || e.settled {
 			continue
 		}
 		e.settling = true
@@ -238,14 +296,41 @@ func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) 
 	return out, debts
 }
 
-// settleDebts drops the limiters whose debt Redis has booked: the next
-// outage starts afresh.
-func (l *localBuckets) settleDebts(debts []debt) {
+// settleDebts deals with the limiters whose debt Redis has booked. With
+// keep (the return and its grace period) they stay, still carrying what
+// they spent, marked settled so the debt is not booked again (see
+// reserveGrace); otherwise they are dropped, so the next outage starts
+// afresh.
+func (l *localBuckets) settleDebts(debts []debt, keep bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, d := range debts {
-		if l.m[d.key] == d.b {
+		switch {
+		case keep:
+			d.b.settling, d.b.settled = false, true
+		case l.m[d.key] == d.b:
 			delete(l.m, d.key)
+		}
+	}
+	l.n.Store(int64(len(l.m)))
+}
+
+// unsettle ends the grace period: the settled limiters owe their spending
+// again, so the next request of each books it in Redis (takeDebts) and
+// drops the limiter. Their spending includes the requests still waiting
+// for their local slot, whose shared slots were booked earlier than they
+// depart: booked again, the shared bucket counts them when they go, and
+// the replicas leaving the grace period do not add them to the shared
+// burst. A limiter that owes nothing (full again) is dropped at once, so
+// that a bucket not used again does not keep the shared path taking l.mu.
+func (l *localBuckets) unsettle(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now = l.at(now)
+	for k, e := range l.m {
+		e.settled = false
+		if !now.Before(e.pausedUntil) && e.lim.TokensAt(now) >= float64(e.lim.Burst()) {
+			delete(l.m, k)
 		}
 	}
 	l.n.Store(int64(len(l.m)))

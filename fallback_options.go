@@ -42,6 +42,16 @@ const (
 	// connections but does not answer holds a starting replica's first
 	// requests up to this long.
 	coldTimeout = time.Second
+
+	// returnGrace is how long after its return to the shared bucket a
+	// replica in ModeFallback still also respects its local share bucket.
+	// The replicas of a fleet return one by one, each at its own probe
+	// after go-redis's next redial (at most once a second), so the last is
+	// back about 1 s + probeEvery after the first; until then those still
+	// local spend their share outside Redis's count, and those back must
+	// not spend the whole shared rate on top. 2 s covers that spread with
+	// margin, and costs little: for 2 s a replica gets at most its share.
+	returnGrace = 2 * time.Second
 )
 
 // WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)

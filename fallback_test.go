@@ -307,9 +307,122 @@ func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
 	if len(costs) != 2 || costs[0][0] != 1+4 || costs[1][0] != 1 {
 		t.Fatalf("costs booked in Redis = %v, want [[5] [1]]: the local burst of 4 once", costs)
 	}
-	if n, _ := h2.f.local.len(); n != 0 {
-		t.Fatalf("%d local limiters left after return", n)
+	// The local limiter stays for the grace period after the return; the
+	// first request after it ends the grace period, the next books what
+	// the limiter still owes and drops it.
+	if n, _ := h2.f.local.len(); n != 1 {
+		t.Fatalf("%d local limiters during the grace period, want 1", n)
 	}
+	h2.clk.Advance(returnGrace)
+	h2.reserve(t, b)
+	h2.reserve(t, b)
+	if n, _ := h2.f.local.len(); n != 0 {
+		t.Fatalf("%d local limiters left after the grace period", n)
+	}
+}
+
+// returnNow makes h's next request the probe that finds its store healthy.
+func (h *fbHarness) returnNow() {
+	h.primary.set(false)
+	h.f.brk.mu.Lock()
+	h.f.brk.nextProbe = h.clk.Now()
+	h.f.brk.mu.Unlock()
+}
+
+// departures runs one replica's closed loop of requests for d, each
+// departing at its slot, and returns how many departed.
+func (h *fbHarness) departures(t *testing.T, b bucket, d time.Duration) int {
+	t.Helper()
+	end := h.clk.Now().Add(d)
+	n := 0
+	for {
+		r := h.reserve(t, b)
+		if !r.ok {
+			t.Fatalf("refused: %+v", r)
+		}
+		h.clk.Advance(r.wait)
+		if !h.clk.Now().Before(end) {
+			return n
+		}
+		n++
+	}
+}
+
+func TestFallbackGraceAfterReturn(t *testing.T) {
+	t.Run("a replica back first spends only its share until the grace ends", func(t *testing.T) {
+		// A fleet of 4 on a 100/s, burst 8 rule: locally 25/s, burst 2.
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+		b := fbBucket("a")
+		h.primary.set(true)
+		h.departures(t, b, time.Second) // the outage: the local limiter runs empty
+		h.returnNow()
+		// Without the grace, this replica alone would take the shared
+		// 100/s while the other three still spend 25/s each locally.
+		n := h.departures(t, b, returnGrace)
+		if h.f.mode() != ModeShared {
+			t.Fatalf("mode %v, want shared", h.f.mode())
+		}
+		if limit := 25*int(returnGrace/time.Second) + 2; n > limit {
+			t.Fatalf("%d departures in the %v grace period, want ≤ %d (25/s and the local burst 2)", n, returnGrace, limit)
+		}
+		if n < 25*int(returnGrace/time.Second)-2 {
+			t.Fatalf("%d departures in the %v grace period, want about 50 (its share)", n, returnGrace)
+		}
+		// After it, the shared bucket alone: 100/s.
+		if n := h.departures(t, b, time.Second); n < 95 {
+			t.Fatalf("%d departures in the second after the grace period, want about 100 (the shared rate)", n)
+		}
+		if n, _ := h.f.local.len(); n != 0 {
+			t.Fatalf("%d local limiters after the grace period, want 0", n)
+		}
+	})
+	t.Run("the local slot's wait sets the departure and goes back with a refund", func(t *testing.T) {
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+		a, b := fbBucket("a"), fbBucket("b")
+		h.primary.set(true)
+		h.reserve(t, a, b)
+		h.reserve(t, a, b) // b's local burst (2) spent
+		h.returnNow()
+		h.reserve(t, a, b) // the probe: debt booked, local slot at 40 ms
+		r := h.reserve(t, a, b)
+		if r.wait != 80*time.Millisecond {
+			t.Fatalf("wait %v, want 80ms (the second local slot past the burst at 25/s)", r.wait)
+		}
+		if err := h.f.refund(context.Background(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.reserve(t, a, b); r.wait != 80*time.Millisecond {
+			t.Fatalf("after a refund, wait %v, want the refunded 80ms local slot", r.wait)
+		}
+	})
+	t.Run("a local wait beyond what the request accepts yields to the shared slot", func(t *testing.T) {
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+		b := fbBucket("a")
+		h.primary.set(true)
+		h.reserve(t, b)
+		h.reserve(t, b)
+		h.returnNow()
+		r, err := h.f.reserve(context.Background(), []bucket{b}, 10*time.Millisecond)
+		if err != nil || !r.ok {
+			t.Fatalf("reserve: %+v, %v; want the shared slot", r, err)
+		}
+		if r.wait >= 40*time.Millisecond {
+			t.Fatalf("wait %v, want the shared slot's, under the local 40ms", r.wait)
+		}
+	})
+	t.Run("fail-open mode has no grace period", func(t *testing.T) {
+		os := defaultOutageSettings()
+		os.mode = ModeFailOpen
+		h := newFBHarness(t, os, func() int64 { return 4 })
+		b := fbBucket("a")
+		h.primary.set(true)
+		h.reserve(t, b)
+		h.returnNow()
+		h.reserve(t, b)
+		if h.f.graceUntil.Load() != 0 {
+			t.Fatal("grace period after a return from fail-open")
+		}
+	})
 }
 
 func TestFallbackLocalRefundAndPause(t *testing.T) {
