@@ -87,10 +87,17 @@ func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int6
 // at least one interval apart (due), so the second count recorded includes
 // every peer that has made a request since this replica's first beat.
 func (h *heartbeat) record(n int64) {
-	if n > 0 {
-		h.live.Store(n)
-		h.beats.Add(1)
+	if n <= 0 {
+		return
 	}
+	if prev := h.live.Swap(n); n < prev {
+		// A count that drops may be a Redis restarted with empty memory,
+		// where replicas re-register one by one (1, 2, 3…): trust it
+		// again only from the next beat, as at start.
+		h.beats.Store(1)
+		return
+	}
+	h.beats.Add(1)
 }
 
 // size returns the live replicas at the last beat, or 0 while no count can

@@ -90,7 +90,12 @@ func TestHeartbeatSizeSettles(t *testing.T) {
 		{"first beat at the default", []int64{DefaultFleetSize}, DefaultFleetSize},
 		{"first beat above the default", []int64{40}, 40},
 		{"second beat", []int64{1, 4}, 4},
-		{"a shrinking fleet", []int64{4, 4, 2}, 2},
+		// A drop may be a restarted Redis re-counting from 1: it is
+		// trusted again from the next beat.
+		{"a count that drops", []int64{4, 4, 2}, 0},
+		{"a shrinking fleet, next beat", []int64{4, 4, 2, 2}, 2},
+		{"a restarted Redis re-counting", []int64{4, 4, 1}, 0},
+		{"a restarted Redis, next beat", []int64{4, 4, 1, 2}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHeartbeat("throttle:{x}:", systemClock{})
