@@ -25,4 +25,16 @@
 // A wait never outlives the request: when the slot lies beyond the context's
 // deadline or the transport's maximum wait, RoundTrip fails at once with a
 // [*WaitError] and books nothing.
+//
+// Every response is read for what the server says about its limits
+// (Retry-After, X-RateLimit-*, the IETF RateLimit fields and provider
+// dialects, see [ParseSignal]): a server that names a time to come back
+// pauses the request's buckets for the whole fleet, a rejection or a quota
+// nearly spent slows them down, and rate-limited responses are retried in
+// a fresh slot when the request can be replayed safely (see [RetryPolicy]).
+//
+// When Redis cannot be reached within [WithRedisTimeout], the Transport
+// keeps going on local token buckets sized to this replica's share of the
+// fleet (or fails open or closed, see [WithOutageMode]) and returns to the
+// shared buckets once Redis answers again; [Transport.Mode] tells which.
 package throttle
