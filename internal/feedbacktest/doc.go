@@ -6,7 +6,7 @@
 // retries take fresh slots and never push the fleet over the quota.
 //
 // The package has no API: everything is in its tests. The strict
-// sliding-window server of the shared-quota tests lives here rather than in
-// fleettest because it speaks several header dialects (IETF RateLimit,
-// X-RateLimit-*, Retry-After alone).
+// sliding-window server of the shared-quota tests is fleettest's, speaking
+// one of three header dialects (IETF RateLimit, X-RateLimit-*, Retry-After
+// alone).
 package feedbacktest

@@ -62,7 +62,7 @@ func TestFleetSharesQuota(t *testing.T) {
 
 func runQuota(t *testing.T, d dialect, strict bool) {
 	rs := redistest.Start(t)
-	srv := newStrictServer(t, quotaLimit, quotaWindow, d)
+	srv := fleettest.NewServer(t, fleettest.WithQuota(d.quota(quotaLimit, quotaWindow)))
 	ns := namespace(t)
 	cfg := fleettest.WorkerConfig{
 		URL:        srv.URL + "/api",
@@ -80,8 +80,8 @@ func runQuota(t *testing.T, d dialect, strict bool) {
 		cfgs[i] = cfg
 	}
 	fleet := fleettest.Start(t, cfgs...)
-	watch := watchBucket(t, rs, bucketKey(ns, "api"), srv.epoch, quotaRuleRate*0.98)
-	stopOutside := srv.startOutside(t, quotaOutside)
+	watch := watchBucket(t, rs, bucketKey(ns, "api"), srv.Epoch(), quotaRuleRate*0.98)
+	stopOutside := srv.StartOutside(t, quotaOutside)
 	start := fleet.Go()
 	sums := fleet.Wait()
 	stopOutside()

@@ -1,6 +1,7 @@
 package fleettest
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -108,6 +109,10 @@ type Quota struct {
 	// X-RateLimit-Reset (delta seconds until the oldest accepted request
 	// leaves the window, rounded up) to every response.
 	RateLimitHeaders bool
+	// IETFHeaders adds the IETF draft's (-10) RateLimit-Policy
+	// ("default";q=Limit;w=Window in whole seconds, rounded up) and
+	// RateLimit ("default";r=remaining;t=reset as above) to every response.
+	IETFHeaders bool
 }
 
 // ServerOption configures a recording server.
@@ -256,10 +261,15 @@ func (s *Server) applyQuotaLocked(at time.Duration) Response {
 	if !ok && q.RetryAfter {
 		resp.Header.Set("Retry-After", strconv.Itoa(max(ceilSeconds(reset), 1)))
 	}
+	remaining := max(q.Limit-len(s.accepted), 0)
 	if q.RateLimitHeaders {
 		resp.Header.Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
-		resp.Header.Set("X-RateLimit-Remaining", strconv.Itoa(max(q.Limit-len(s.accepted), 0)))
+		resp.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		resp.Header.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(reset)))
+	}
+	if q.IETFHeaders {
+		resp.Header.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, q.Limit, ceilSeconds(q.Window)))
+		resp.Header.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, ceilSeconds(reset)))
 	}
 	return resp
 }
