@@ -88,11 +88,14 @@ type fallbackStore struct {
 	// guard runs each Redis call on a goroutine of its own, so that the
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
-	guard  bool
-	outage Mode
-	brk    *breaker
-	local  *localBuckets
-	fleet  func() int64 // live replicas last seen by the heartbeat; 0 if none yet
+	guard bool
+	// reserveGuard is guard for reserve calls: the Redis store keeps their
+	// timeout itself (scriptBatcher), except for split requests.
+	reserveGuard bool
+	outage       Mode
+	brk          *breaker
+	local        *localBuckets
+	fleet        func() int64 // live replicas last seen by the heartbeat; 0 if none yet
 	// graceUntil is the end (UnixNano, by clock) of the grace period after
 	// the last return to the shared bucket, or 0: until then requests also
 	// respect their local share buckets (see inGrace).
@@ -243,7 +246,7 @@ func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait 
 // that arrives after the caller gave up on it is refunded, so an abandoned
 // call books nothing (unless the refund itself fails).
 func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
-	return bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (reservation, error) {
+	return bounded(ctx, f.callTimeout(), f.reserveGuard, func(ctx context.Context) (reservation, error) {
 		return f.primary.reserve(ctx, bs, maxWait)
 	}, func(r reservation) {
 		if r.ok {

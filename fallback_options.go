@@ -136,7 +136,15 @@ func newOutageStore(rs *redisStore, os outageSettings, c Clock) *fallbackStore {
 	rs.hb = newHeartbeat(rs.prefix, c)
 	// A client that applies context deadlines to its sockets keeps the
 	// timeout by itself; any other needs a goroutine per call to keep it.
-	return newFallbackStore(rs, os, c, rs.hb.size, !honoursDeadlines(rs.rdb))
+	// The Redis store's batcher keeps it for reserve calls with one
+	// goroutine per pipeline, not per call; the other calls (refund, pause,
+	// adapt, and the reserve calls of split requests, which beat and roll
+	// back outside the batcher) keep the fallback store's guard.
+	guard := !honoursDeadlines(rs.rdb)
+	rs.batch.guard = guard
+	f := newFallbackStore(rs, os, c, rs.hb.size, guard)
+	f.reserveGuard = guard && rs.split
+	return f
 }
 
 // honoursDeadlines reports whether rdb applies context deadlines to its
@@ -163,11 +171,13 @@ func newFallbackStore(primary store, os outageSettings, c Clock, fleet func() in
 		clock:   c,
 		timeout: os.timeout,
 		guard:   guard,
-		outage:  os.mode,
-		brk:     newBreaker(probeEvery, os.mode, n),
-		local:   newLocalBuckets(c.Now()),
-		fleet:   fleet,
-		share:   os.share,
-		assumed: DefaultFleetSize,
+		// Unless the primary keeps the timeout itself (newOutageStore).
+		reserveGuard: guard,
+		outage:       os.mode,
+		brk:          newBreaker(probeEvery, os.mode, n),
+		local:        newLocalBuckets(c.Now()),
+		fleet:        fleet,
+		share:        os.share,
+		assumed:      DefaultFleetSize,
 	}
 }

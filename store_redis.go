@@ -79,13 +79,16 @@ type redisStore struct {
 	// instead of Redis's TIME.
 	nowMicros func() int64
 
+	// batch sends reserve.lua calls, those of concurrent requests together.
+	batch *scriptBatcher
+
 	keysMu sync.RWMutex
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
 }
 
 func newRedisStore(st redisSettings) *redisStore {
 	_, cluster := st.rdb.(*redis.ClusterClient)
-	return &redisStore{
+	s := &redisStore{
 		rdb:       st.rdb,
 		ns:        st.namespace,
 		prefix:    "throttle:{" + st.namespace + "}:",
@@ -93,6 +96,34 @@ func newRedisStore(st redisSettings) *redisStore {
 		split:     st.tagPerKey && cluster,
 		keys:      make(map[string]string),
 	}
+	s.batch = &scriptBatcher{rdb: st.rdb, late: s.late}
+	return s
+}
+
+// lateRefundTimeout bounds the refund of a booking whose caller had left.
+const lateRefundTimeout = time.Second
+
+// late takes the reply of a reserve call whose caller gave up after it was
+// sent: a slot booked for nobody goes back, as far as refund.lua can (see
+// refund). The refund runs on a goroutine of its own, so the pipeline that
+// brought the reply does not wait for it.
+func (s *redisStore) late(c *scriptCall, reply string, err error) {
+	if err != nil {
+		return
+	}
+	n := len(c.bs)
+	tats := make([]int64, 2*n)
+	r := reservation{buckets: c.bs, prev: tats[:n:n], booked: tats[n:]}
+	ok, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, c.beat)
+	if perr != nil || !ok {
+		return
+	}
+	r.ok = true
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), lateRefundTimeout)
+		defer cancel()
+		_ = s.refund(ctx, &r) // a failed refund leaves the slot spent: under the limit, never over
+	}()
 }
 
 // checkRedisRules rejects rules the Redis store cannot run exactly: an
@@ -264,9 +295,11 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 //
 // It is the hot path, trimmed for allocations: instead of Script.Run (which
 // copies the keys into a new argument list and boxes each key and the
-// digest) it sends EVALSHA through Do with a pooled argument list whose
-// numbers and keys go by pointer (go-redis writes *int64 and *string
-// without boxing), and falls back to EVAL on NOSCRIPT as Script.Run does.
+// digest) it hands the batcher (batch.go) an EVALSHA with a pooled argument
+// list whose numbers and keys go by pointer (go-redis writes *int64 and
+// *string without boxing); the batcher sends it alone or in one pipeline
+// with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
+// does.
 func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
 	nk, nn := len(bs), 3+4*len(bs)
 	if beat {
@@ -275,7 +308,6 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 		nk, nn = nk+1, nn+2
 	}
 	c := getScriptCall(nk, nn)
-	defer putScriptCall(c)
 	c.args = append(c.args, "evalsha", reserveSHA, nk)
 	for i := range bs {
 		c.keys[i] = s.cachedKey(&bs[i])
@@ -303,20 +335,19 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 		_, c.nums[nn-1] = s.hb.args()
 		c.args = append(c.args, &s.hb.id, &c.nums[nn-1])
 	}
+	c.bs, c.beat = bs, beat
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	v, err := s.rdb.Do(cctx, c.args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		c.args[0], c.args[1] = "eval", reserveSrcArg
-		v, err = s.rdb.Do(cctx, c.args...).Result()
-	}
+	c.deadline, _ = cctx.Deadline()
+	reply, err := s.batch.do(cctx, c) // c is the batcher's from here on
 	if err != nil {
 		return false, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
 	}
-	reply, isString := v.(string)
-	if !isString {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %T", errRedisReply, v)
-	}
+	return s.parseReserve(reply, bs, prev, booked, beat)
+}
+
+// parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
+func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
 	okFlag, rest, ok1 := nextInt(reply)
 	wait, rest, ok2 := nextInt(rest)
 	lim, rest, ok3 := nextInt(rest)
@@ -374,50 +405,6 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 		}
 	}
 	return n, s[i:], true
-}
-
-// scriptCall is the argument list of one reserve.lua call, pooled so that
-// the hot path allocates none of it. args points into keys and nums.
-type scriptCall struct {
-	args []any
-	keys []string
-	nums []int64
-}
-
-var scriptCalls = sync.Pool{New: func() any { return new(scriptCall) }}
-
-// maxPooledBuckets bounds the calls kept in the pool, so that one request
-// with many buckets does not pin large slices.
-const maxPooledBuckets = 16
-
-// getScriptCall returns an empty call with room for n keys and m numbers.
-func getScriptCall(n, m int) *scriptCall {
-	c, _ := scriptCalls.Get().(*scriptCall)
-	if c == nil {
-		c = new(scriptCall)
-	}
-	if cap(c.keys) < n {
-		c.keys = make([]string, n)
-	}
-	if cap(c.nums) < m {
-		c.nums = make([]int64, m)
-	}
-	if cap(c.args) < 3+n+m {
-		c.args = make([]any, 0, 3+n+m)
-	}
-	c.keys, c.nums = c.keys[:n], c.nums[:m]
-	return c
-}
-
-// putScriptCall clears c, so the pool holds no key or argument, and pools it.
-func putScriptCall(c *scriptCall) {
-	if len(c.keys) > maxPooledBuckets {
-		return
-	}
-	clear(c.args[:cap(c.args)])
-	clear(c.keys)
-	c.args = c.args[:0]
-	scriptCalls.Put(c)
 }
 
 func (s *redisStore) refund(ctx context.Context, r *reservation) error {

@@ -1,0 +1,259 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// pipelineCounter is a go-redis hook that records the pipelines sent and
+// the largest.
+type pipelineCounter struct {
+	pipelines, largest atomic.Int64
+}
+
+func (h *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		for n := int64(len(cmds)); ; {
+			old := h.largest.Load()
+			if n <= old || h.largest.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// batchClients are the two kinds of client the batcher serves: one that
+// applies context deadlines to its sockets (the caller sends its own
+// pipeline) and one that does not (the batcher guards the timeout with a
+// goroutine per pipeline).
+var batchClients = []struct {
+	name     string
+	ctxAware bool
+}{
+	{"ContextTimeoutEnabled", true},
+	{"guarded", false},
+}
+
+// batchStore returns a Redis store whose client is of the given kind, with a
+// pipelineCounter hooked in.
+func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*redisStore, *redis.Client, *pipelineCounter) {
+	t.Helper()
+	opt := srv.Options()
+	opt.ContextTimeoutEnabled = ctxAware
+	rdb := srv.ClientWith(t, opt)
+	h := &pipelineCounter{}
+	rdb.AddHook(h)
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)})
+	s.batch.guard = !ctxAware
+	return s, rdb, h
+}
+
+// waitInFlight waits until the batcher has n pipelines in flight.
+func waitInFlight(t *testing.T, b *scriptBatcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		got := b.inFlight
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pipelines in flight, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitQueued waits until n calls are queued in the batcher.
+func waitQueued(t *testing.T, b *scriptBatcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		got := len(b.queue)
+		b.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBatchQueuedCallsShareAPipeline holds Redis still (SIGSTOP) while
+// callers pile up behind the pipelines in flight, then lets it go: the
+// queued calls leave together in one pipeline, each still its own script
+// call, and the bucket admits exactly its burst among them, NOSCRIPT
+// included (the script cache is flushed first).
+func TestBatchQueuedCallsShareAPipeline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range batchClients {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			s, rdb, h := batchStore(t, srv, tc.ctxAware)
+			ctx := redisCtx(t)
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Connections are dialled before the pause.
+			for range 4 {
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 25, cost: 1}}
+			const callers = 40
+			srv.Pause()
+			var wg sync.WaitGroup
+			var admitted, rejected atomic.Int64
+			call := func() {
+				defer wg.Done()
+				r, err := s.reserve(ctx, bs, 0)
+				switch {
+				case err != nil:
+					t.Errorf("reserve: %v", err)
+				case r.ok:
+					admitted.Add(1)
+				default:
+					rejected.Add(1)
+				}
+			}
+			wg.Add(callers)
+			for range maxInFlight {
+				go call()
+			}
+			waitInFlight(t, s.batch, maxInFlight)
+			for range callers - maxInFlight {
+				go call()
+			}
+			waitQueued(t, s.batch, callers-maxInFlight)
+			srv.Resume()
+			wg.Wait()
+			if admitted.Load() != 25 || rejected.Load() != callers-25 {
+				t.Errorf("admitted %d, rejected %d; want 25 and %d", admitted.Load(), rejected.Load(), callers-25)
+			}
+			if got := h.largest.Load(); got < 2 {
+				t.Errorf("largest pipeline %d calls, want the queue sent together", got)
+			}
+			stats := commandStats(t, ctx, rdb)
+			// Each request ran the script once (one TIME, one GET); the
+			// pipelines only share round trips. The first call of all found
+			// the cache empty and went again as EVAL.
+			if stats["time"] != callers || stats["get"] != callers {
+				t.Errorf("TIME %d, GET %d: want %d each, one script run per request", stats["time"], stats["get"], callers)
+			}
+			if stats["eval"] < 1 {
+				t.Errorf("no EVAL after SCRIPT FLUSH: NOSCRIPT was not met")
+			}
+			t.Logf("%d pipelines, the largest of %d calls; commandstats %v", h.pipelines.Load(), h.largest.Load(), stats)
+		})
+	}
+}
+
+// TestBatchCallerGivesUpWhileQueued: a caller whose context ends while its
+// call waits behind the pipelines in flight leaves at once, and its call is
+// never sent.
+func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
+	t.Parallel()
+	for _, tc := range batchClients {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			s, rdb, _ := batchStore(t, srv, tc.ctxAware)
+			ctx := redisCtx(t)
+			for range 4 {
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 3, cost: 1}}
+			srv.Pause()
+			var wg sync.WaitGroup
+			wg.Add(maxInFlight)
+			for range maxInFlight {
+				go func() {
+					defer wg.Done()
+					if r, err := s.reserve(ctx, bs, 0); err != nil || !r.ok {
+						t.Errorf("reserve: %+v, %v", r, err)
+					}
+				}()
+			}
+			waitInFlight(t, s.batch, maxInFlight)
+			short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := s.reserve(short, bs, 0)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("queued reserve: %v, want the context's deadline", err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("queued reserve returned after %v, long after its deadline", took)
+			}
+			srv.Resume()
+			wg.Wait()
+			// Burst 3: the two sent calls booked two; the abandoned one
+			// booked nothing, so one slot is left.
+			for i, want := range []bool{true, false} {
+				r, err := s.reserve(ctx, bs, 0)
+				if err != nil || r.ok != want {
+					t.Fatalf("reserve %d after: %+v, %v; want ok=%v", i, r, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBatchCallerGivesUpAfterSend: with a client that ignores context
+// deadlines, a caller leaves at its deadline even though Redis holds its
+// call; when Redis answers later, the slot booked for nobody is refunded.
+func TestBatchCallerGivesUpAfterSend(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s, rdb, _ := batchStore(t, srv, false)
+	ctx := redisCtx(t)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 1, cost: 1}}
+	srv.Pause()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.reserve(short, bs, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("reserve on a paused Redis: %v, want the context's deadline", err)
+	}
+	srv.Resume()
+	// The late booking is refunded on a goroutine of its own: the bucket's
+	// one slot comes back.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := s.reserve(ctx, bs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned booking was never refunded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
