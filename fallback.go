@@ -246,7 +246,18 @@ func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait 
 // that arrives after the caller gave up on it is refunded, so an abandoned
 // call books nothing (unless the refund itself fails).
 func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
-	return bounded(ctx, f.callTimeout(), f.reserveGuard, func(ctx context.Context) (reservation, error) {
+	if !f.reserveGuard {
+		// bounded without its closures: this is every request's path.
+		timeout := f.callTimeout()
+		cctx, cancel := context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
+		r, err := f.primary.reserve(cctx, bs, maxWait)
+		if err != nil && context.Cause(cctx) == errRedisTimeout {
+			err = fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
+		}
+		cancel()
+		return r, err
+	}
+	return bounded(ctx, f.callTimeout(), true, func(ctx context.Context) (reservation, error) {
 		return f.primary.reserve(ctx, bs, maxWait)
 	}, func(r reservation) {
 		if r.ok {

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"net/http"
 	"runtime"
 	"strconv"
 	"testing"
@@ -14,10 +15,10 @@ import (
 )
 
 // BenchmarkRedis compares, against one private redis-server in one run, the
-// cost of one acquire through the Redis store with redis_rate's Allow and a
-// raw EVALSHA of "return 1", the floor of any one-round-trip design. The
-// bucket never makes anyone wait (a huge rate), so every op is one script
-// call. Run with:
+// cost of one acquire through the Redis store, and through a whole
+// Transport, with redis_rate's Allow and a raw EVALSHA of "return 1", the
+// floor of any one-round-trip-per-call design. The bucket never makes
+// anyone wait (a huge rate), so every op is one script call. Run with:
 //
 //	go test -run '^$' -bench 'Redis' -benchmem -count 5 .
 func BenchmarkRedis(b *testing.B) {
@@ -36,6 +37,28 @@ func BenchmarkRedis(b *testing.B) {
 	floor := redis.NewScript("return 1")
 	floorKeys := []string{"throttle:{bench}:floor"}
 
+	// The whole acquire path a user gets: a Transport with WithRedis
+	// (matching, the outage store's timeout and breaker, the heartbeat, the
+	// batcher) in front of a base that answers at once. With go-redis's
+	// default client the timeout is kept by a goroutine per pipeline; with
+	// ContextTimeoutEnabled in place.
+	resp := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+	base := rtFunc(func(*http.Request) (*http.Response, error) { return resp, nil })
+	rule := Rule{Name: "bench", Limit: Limit{Rate: 1 << 20, Period: 2 * time.Second, Burst: 1 << 20}}
+	ctxOpt := srv.Options()
+	ctxOpt.PoolSize = 128
+	ctxOpt.ContextTimeoutEnabled = true
+	ctxRdb := srv.ClientWith(b, ctxOpt)
+	trDefault := mustNew(b, base, WithRedis(rdb), WithNamespace("bench-tr"), WithRules(rule), WithRedisTimeout(time.Second))
+	trCtx := mustNew(b, base, WithRedis(ctxRdb), WithNamespace("bench-tr-ctx"), WithRules(rule), WithRedisTimeout(time.Second))
+	req := newReq(b, ctx, "GET", "http://api.example/v1")
+	roundTrip := func(tr *Transport) func() error {
+		return func() error {
+			_, err := tr.RoundTrip(req)
+			return err
+		}
+	}
+
 	ops := []struct {
 		name string
 		op   func() error
@@ -49,6 +72,8 @@ func BenchmarkRedis(b *testing.B) {
 			}
 			return err
 		}},
+		{"Transport-default-client", roundTrip(trDefault)},
+		{"Transport-ContextTimeoutEnabled", roundTrip(trCtx)},
 	}
 	for _, o := range ops {
 		// Warm up: load the script, open connections.
