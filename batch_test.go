@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,5 +256,65 @@ func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 			t.Fatal("the abandoned booking was never refunded")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBatchStress runs many callers with short, varied deadlines while
+// Redis stalls now and then (SIGSTOP): callers give up queued, in flight
+// or not at all. No caller is ever told it has a slot the bucket did not
+// give it: the admitted never exceed the burst of a bucket that refills
+// once an hour. The race detector and goleak (TestMain) watch the rest.
+func TestBatchStress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range batchClients {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			s, _, _ := batchStore(t, srv, tc.ctxAware)
+			ctx := redisCtx(t)
+			const burst, callers = 60, 300
+			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: burst, cost: 1}}
+			var admitted, gaveUp atomic.Int64
+			var wg sync.WaitGroup
+			stalls := make(chan struct{})
+			go func() {
+				defer close(stalls)
+				for range 3 {
+					time.Sleep(20 * time.Millisecond)
+					srv.Pause()
+					time.Sleep(30 * time.Millisecond)
+					srv.Resume()
+				}
+			}()
+			for i := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					time.Sleep(time.Duration(i%50) * time.Millisecond / 2)
+					cctx, cancel := context.WithTimeout(ctx, time.Duration(1+i%40)*time.Millisecond)
+					defer cancel()
+					r, err := s.reserve(cctx, bs, 0)
+					switch {
+					case err != nil && (cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)):
+						// The context's error, or the socket's timeout at
+						// the context's deadline (ContextTimeoutEnabled), or
+						// the pipeline's deadline, the latest of its calls':
+						// its timer may fire before this one's.
+						gaveUp.Add(1)
+					case err != nil:
+						t.Errorf("reserve: %v", err)
+					case r.ok:
+						admitted.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			<-stalls
+			if admitted.Load() > burst {
+				t.Errorf("%d admitted by a bucket of burst %d", admitted.Load(), burst)
+			}
+			t.Logf("%d admitted, %d gave up, of %d", admitted.Load(), gaveUp.Load(), callers)
+			// Let late refunds finish before goleak looks.
+			time.Sleep(100 * time.Millisecond)
+		})
 	}
 }
