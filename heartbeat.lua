@@ -11,7 +11,7 @@
 -- Expired members are trimmed on every beat, and the set itself expires a
 -- second after its last member would, so a namespace whose fleet is gone
 -- leaves nothing behind. Scores stay below 2^53, exact in doubles, and are
--- written with %.0f because tostring rounds to 14 digits.
+-- written with %d because tostring rounds to 14 digits (see bucket.lua).
 --
 -- Commands: ZREMRANGEBYSCORE, ZADD, PEXPIRE, ZCARD (the ACL in
 -- docs/REDIS.md grants them).
@@ -19,8 +19,8 @@
 -- beat registers replica id in set until now + ttl (µs) and returns the
 -- number of live replicas, this one included (an integer ≥ 1).
 local function beat(set, id, ttl, now)
-  redis.call('ZREMRANGEBYSCORE', set, '-inf', string.format('%.0f', now))
-  redis.call('ZADD', set, string.format('%.0f', now + ttl), id)
-  redis.call('PEXPIRE', set, string.format('%.0f', math.ceil(ttl / 1000) + 1000))
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', string.format('%d', now))
+  redis.call('ZADD', set, string.format('%d', now + ttl), id)
+  redis.call('PEXPIRE', set, string.format('%d', math.ceil(ttl / 1000) + 1000))
   return redis.call('ZCARD', set)
 end
