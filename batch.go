@@ -182,27 +182,13 @@ func (b *scriptBatcher) drain(batch []*scriptCall) {
 
 // send runs the calls of batch (or c alone, when batch is nil) and delivers
 // their replies to their callers, except c's: c's caller is the one
-// sending. Calls answered NOSCRIPT (Redis lost its script cache) go again
-// as EVAL.
+// sending.
 func (b *scriptBatcher) send(ctx context.Context, c *scriptCall, batch []*scriptCall) {
 	if batch == nil {
 		b.run(ctx, c)
-		if c.noScript() {
-			b.run(ctx, c)
-		}
 		return
 	}
 	b.pipe(ctx, c, batch)
-	retry := 0
-	for _, x := range batch {
-		if x.noScript() {
-			batch[retry] = x
-			retry++
-		}
-	}
-	if retry > 0 {
-		b.pipe(ctx, c, batch[:retry])
-	}
 	for _, x := range batch {
 		if x != c {
 			b.deliver(x)
@@ -210,17 +196,28 @@ func (b *scriptBatcher) send(ctx context.Context, c *scriptCall, batch []*script
 	}
 }
 
-// run sends one call.
+// run sends one call alone (reserve_call.lua), again as EVAL if Redis
+// answers NOSCRIPT (it lost its script cache).
 func (b *scriptBatcher) run(ctx context.Context, c *scriptCall) {
 	v, err := b.rdb.Do(ctx, c.args...).Result()
+	if isNoScript(err) {
+		c.args[0], c.args[1] = "eval", reserveSrcArg
+		v, err = b.rdb.Do(ctx, c.args...).Result()
+	}
 	c.setResult(v, err)
 }
 
-// pipe sends the calls of batch in one pipeline; self, when not nil, is the
-// sender's own call, and ctx the sender's context. Unless self is all
-// there is to send, the context carries no caller's cancellation (each
-// caller waits on its own), only the latest of their deadlines: the
-// pipeline outlives no caller that could still use its reply.
+// pipe sends the calls of batch; self, when not nil, is the sender's own
+// call, and ctx the sender's context. Unless self is all there is to send,
+// the context carries no caller's cancellation (each caller waits on its
+// own), only the latest of their deadlines: the call outlives no caller
+// that could still use its reply.
+//
+// The calls whose keys share a hash tag go as one reserve_batch.lua call
+// (one script dispatch, one TIME and one reply for them all: Redis's time
+// per request is what limits a busy fleet), and the calls of different
+// tags, which may live on different Cluster nodes, as one pipeline of such
+// calls.
 func (b *scriptBatcher) pipe(ctx context.Context, self *scriptCall, batch []*scriptCall) {
 	if len(batch) == 1 && batch[0] == self {
 		b.run(ctx, self)
@@ -228,20 +225,123 @@ func (b *scriptBatcher) pipe(ctx context.Context, self *scriptCall, batch []*scr
 	}
 	pctx, cancel := batchContext(ctx, batch)
 	defer cancel()
-	if len(batch) == 1 {
-		b.run(pctx, batch[0])
+	groups := groupByTag(batch)
+	if len(groups) == 1 {
+		b.runGroup(pctx, groups[0])
 		return
 	}
 	p := b.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, x := range batch {
-		cmds[i] = p.Do(pctx, x.args...)
+	cmds := make([]*redis.Cmd, len(groups))
+	for i, g := range groups {
+		cmds[i] = p.Do(pctx, groupArgs(g)...)
 	}
 	_, _ = p.Exec(pctx) // each command carries its own error
-	for i, x := range batch {
+	for i, g := range groups {
 		v, err := cmds[i].Result()
-		x.setResult(v, err)
+		if isNoScript(err) {
+			b.runGroup(pctx, g) // rare: again on its own, as EVAL
+			continue
+		}
+		setGroupResult(g, v, err)
 	}
+}
+
+// runGroup sends the calls of g, which share a hash tag, as one call.
+func (b *scriptBatcher) runGroup(ctx context.Context, g []*scriptCall) {
+	if len(g) == 1 {
+		b.run(ctx, g[0])
+		return
+	}
+	args := groupArgs(g)
+	v, err := b.rdb.Do(ctx, args...).Result()
+	if isNoScript(err) {
+		args[0], args[1] = "eval", reserveBatchSrcArg
+		v, err = b.rdb.Do(ctx, args...).Result()
+	}
+	setGroupResult(g, v, err)
+}
+
+// groupByTag splits batch by the calls' hash tags, in order of first
+// appearance; most batches have one tag, and get batch back as their one
+// group.
+func groupByTag(batch []*scriptCall) [][]*scriptCall {
+	tag := batch[0].tag
+	same := true
+	for _, c := range batch[1:] {
+		if c.tag != tag {
+			same = false
+			break
+		}
+	}
+	if same {
+		return [][]*scriptCall{batch}
+	}
+	var groups [][]*scriptCall
+	index := make(map[string]int)
+	for _, c := range batch {
+		i, ok := index[c.tag]
+		if !ok {
+			i = len(groups)
+			index[c.tag] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
+}
+
+// groupArgs returns the arguments of one call sending the calls of g:
+// their own when g holds one, else an EVALSHA of reserve_batch.lua.
+func groupArgs(g []*scriptCall) []any {
+	if len(g) == 1 {
+		return g[0].args
+	}
+	nk, na := 0, 0
+	for _, c := range g {
+		nk += c.nk
+		na += 2 + len(c.args) - 4 - c.nk // its own arguments, after now
+	}
+	args := make([]any, 0, 3+nk+2+na)
+	args = append(args, "evalsha", reserveBatchSHA, nk)
+	for _, c := range g {
+		args = append(args, c.args[3:3+c.nk]...)
+	}
+	// One now serves them all: "" (Redis's TIME) but in tests.
+	args = append(args, g[0].args[3+g[0].nk], len(g))
+	for _, c := range g {
+		own := c.args[4+c.nk:]
+		args = append(args, c.nk, len(own))
+		args = append(args, own...)
+	}
+	return args
+}
+
+// setGroupResult hands each call of g its reply from reserve_batch.lua's
+// array (or reserve_call.lua's string, for a group of one), or the error.
+func setGroupResult(g []*scriptCall, v any, err error) {
+	if len(g) == 1 || err != nil {
+		for _, c := range g {
+			c.setResult(v, err)
+		}
+		return
+	}
+	replies, ok := v.([]any)
+	if !ok || len(replies) != len(g) {
+		err := fmt.Errorf("%w: reserve_batch returned %T for %d requests", errRedisReply, v, len(g))
+		for _, c := range g {
+			c.setResult(nil, err)
+		}
+		return
+	}
+	for i, c := range g {
+		c.setResult(replies[i], nil)
+	}
+}
+
+// isNoScript reports whether err is Redis's NOSCRIPT: its script cache was
+// flushed, or it restarted.
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // batchContext returns the context of a pipeline sending batch: ctx's
@@ -281,6 +381,10 @@ type scriptCall struct {
 	keys []string
 	nums []int64
 
+	// nk is the number of keys; tag their hash tag, which they share: calls
+	// of one tag can be booked in one script call (reserve_batch.lua).
+	nk  int
+	tag string
 	// bs and beat are the call's buckets and whether it carries the
 	// heartbeat, for a late reply (redisStore.late).
 	bs   []bucket
@@ -306,16 +410,6 @@ func (c *scriptCall) setResult(v any, err error) {
 		return
 	}
 	c.reply = s
-}
-
-// noScript reports whether Redis answered NOSCRIPT, and if so turns the call
-// into an EVAL of the source for its next try.
-func (c *scriptCall) noScript() bool {
-	if c.err == nil || !redis.HasErrorPrefix(c.err, "NOSCRIPT") || c.args[0] != "evalsha" {
-		return false
-	}
-	c.args[0], c.args[1] = "eval", reserveSrcArg
-	return true
 }
 
 var scriptCalls = sync.Pool{New: func() any { return &scriptCall{ready: make(chan struct{}, 1)} }}
@@ -352,6 +446,7 @@ func putScriptCall(c *scriptCall) {
 	clear(c.args[:cap(c.args)])
 	clear(c.keys)
 	c.args = c.args[:0]
+	c.nk, c.tag = 0, ""
 	c.bs, c.beat, c.deadline = nil, false, time.Time{}
 	c.reply, c.err = "", nil
 	scriptCalls.Put(c)

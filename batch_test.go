@@ -15,7 +15,7 @@ import (
 )
 
 // pipelineCounter is a go-redis hook that records the pipelines sent and
-// the largest.
+// the largest (in commands).
 type pipelineCounter struct {
 	pipelines, largest atomic.Int64
 }
@@ -97,17 +97,17 @@ func waitQueued(t *testing.T, b *scriptBatcher, n int) {
 	}
 }
 
-// TestBatchQueuedCallsShareAPipeline holds Redis still (SIGSTOP) while
-// callers pile up behind the pipelines in flight, then lets it go: the
-// queued calls leave together in one pipeline, each still its own script
-// call, and the bucket admits exactly its burst among them, NOSCRIPT
-// included (the script cache is flushed first).
-func TestBatchQueuedCallsShareAPipeline(t *testing.T) {
+// TestBatchQueuedCallsShareAScriptCall holds Redis still (SIGSTOP) while
+// callers pile up behind the calls in flight, then lets it go: the queued
+// requests leave together as one reserve_batch.lua call, and the bucket
+// admits exactly its burst among them, NOSCRIPT included (the script cache
+// is flushed first).
+func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 	t.Parallel()
 	for _, tc := range batchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			s, rdb, h := batchStore(t, srv, tc.ctxAware)
+			s, rdb, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
 			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -152,22 +152,103 @@ func TestBatchQueuedCallsShareAPipeline(t *testing.T) {
 			if admitted.Load() != 25 || rejected.Load() != callers-25 {
 				t.Errorf("admitted %d, rejected %d; want 25 and %d", admitted.Load(), rejected.Load(), callers-25)
 			}
-			if got := h.largest.Load(); got < 2 {
-				t.Errorf("largest pipeline %d calls, want the queue sent together", got)
-			}
 			stats := commandStats(t, ctx, rdb)
-			// Each request ran the script once (one TIME, one GET); the
-			// pipelines only share round trips. The first call of all found
-			// the cache empty and went again as EVAL.
-			if stats["time"] != callers || stats["get"] != callers {
-				t.Errorf("TIME %d, GET %d: want %d each, one script run per request", stats["time"], stats["get"], callers)
+			// Every request read its bucket once; the booked ones wrote
+			// it. The calls in flight ran alone, and each handed the queue
+			// to a caller that sent what it found as one script call: at
+			// most four script runs (TIMEs) for the 40 requests.
+			if stats["get"] != callers || stats["set"] != 25 {
+				t.Errorf("GET %d, SET %d: want %d and 25", stats["get"], stats["set"], callers)
 			}
-			if stats["eval"] < 1 {
-				t.Errorf("no EVAL after SCRIPT FLUSH: NOSCRIPT was not met")
+			if stats["time"] > 2*maxInFlight {
+				t.Errorf("%d script runs (TIME), want at most %d: the queue in one call per hand-off", stats["time"], 2*maxInFlight)
 			}
-			t.Logf("%d pipelines, the largest of %d calls; commandstats %v", h.pipelines.Load(), h.largest.Load(), stats)
+			if stats["eval"] < 2 {
+				t.Errorf("%d EVAL after SCRIPT FLUSH: both scripts should have met NOSCRIPT", stats["eval"])
+			}
+			t.Logf("commandstats %v", stats)
 		})
 	}
+}
+
+// gate is a go-redis hook that holds every command until it is opened.
+type gate struct {
+	open chan struct{}
+	held atomic.Int64
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		g.held.Add(1)
+		<-g.open
+		return next(ctx, cmd)
+	}
+}
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		<-g.open
+		return next(ctx, cmds)
+	}
+}
+
+// batchTenants queues the requests of three tenants (WithHashTagPerKey:
+// one hash tag each) behind the calls in flight, held by a gate: the queue
+// leaves as one pipeline of one script call per tenant, and each tenant's
+// bucket admits exactly its burst.
+func batchTenants(t *testing.T, rdb redis.UniversalClient, g *gate) {
+	t.Helper()
+	ctx := redisCtx(t)
+	h := &pipelineCounter{}
+	rdb.AddHook(h)
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t), tagPerKey: true})
+	tenant := func(i int) []bucket {
+		return []bucket{{key: "acct:" + hashKey(string(rune('a'+i))), rule: "acct", interval: time.Hour, burst: 5, cost: 1}}
+	}
+	const perTenant = 12
+	admitted := make([]atomic.Int64, 3)
+	var wg sync.WaitGroup
+	call := func(i int) {
+		defer wg.Done()
+		r, err := s.reserve(ctx, tenant(i), 0)
+		switch {
+		case err != nil:
+			t.Errorf("tenant %d: reserve: %v", i, err)
+		case r.ok:
+			admitted[i].Add(1)
+		}
+	}
+	wg.Add(3 * perTenant)
+	for i := range maxInFlight {
+		go call(i)
+	}
+	waitInFlight(t, s.batch, maxInFlight)
+	for j := maxInFlight; j < 3*perTenant; j++ {
+		go call(j % 3)
+	}
+	waitQueued(t, s.batch, 3*perTenant-maxInFlight)
+	close(g.open)
+	wg.Wait()
+	for i := range admitted {
+		if got := admitted[i].Load(); got != 5 {
+			t.Errorf("tenant %d: %d admitted, want its burst of 5", i, got)
+		}
+	}
+	if got := h.largest.Load(); got != 3 {
+		t.Errorf("largest pipeline of %d calls, want 3: one per tenant", got)
+	}
+}
+
+// TestBatchTenants runs batchTenants on one node.
+func TestBatchTenants(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	g := newGate()
+	rdb.AddHook(g)
+	batchTenants(t, rdb, g)
 }
 
 // TestBatchCallerGivesUpWhileQueued: a caller whose context ends while its

@@ -1,25 +1,28 @@
--- reserve.lua books one slot for a request in every bucket it needs, all or
--- nothing (GCRA, see leaky.go: this is localStore.reserve in integer
--- microseconds). The request departs at the latest of its earliest times
--- in its buckets. Each bucket is booked at the request's earliest time in
--- it, unless that comes before the departure by more than the bucket's
--- lateness tolerance: such a bucket is deferred (not booked; the caller
--- books it at the departure, see reservation.deferred).
+-- reserve.lua defines reserve, which books one slot for a request in every
+-- bucket it needs, all or nothing (GCRA, see leaky.go: this is
+-- localStore.reserve in integer microseconds). The request departs at the
+-- latest of its earliest times in its buckets. Each bucket is booked at the
+-- request's earliest time in it, unless that comes before the departure by
+-- more than the bucket's lateness tolerance: such a bucket is deferred (not
+-- booked; the caller books it at the departure, see reservation.deferred).
+-- store_redis.go prepends bucket.lua and heartbeat.lua, and appends the
+-- main chunk: reserve_call.lua (one request) or reserve_batch.lua (the
+-- requests of one pipeline, see batch.go).
 --
--- KEYS[i]   bucket i's key; every key shares one {hash tag}.
--- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
---           (tests only pass a now).
--- ARGV[2]   maxWait: the longest wait in µs the request accepts; a
---           negative one books nothing and only reports the wait.
--- ARGV[3]   floor: the earliest departure in µs after now (0 unless the
---           request's buckets are split over several calls).
--- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]   bucket i's rule interval
---           in µs (≥ 1), burst, cost (1 ≤ cost ≤ burst) and lateness
---           tolerance in µs (≥ 0).
+-- A request's keys are KEYS[k+1] … KEYS[k+nk] and its arguments
+-- ARGV[a+1] … ARGV[a+na]; every key of a call shares one {hash tag}:
+-- KEYS[k+i]  bucket i's key.
+-- ARGV[a+1]  maxWait: the longest wait in µs the request accepts; a
+--            negative one books nothing and only reports the wait.
+-- ARGV[a+2]  floor: the earliest departure in µs after now (0 unless the
+--            request's buckets are split over several calls).
+-- ARGV[a+4i-1], ARGV[a+4i], ARGV[a+4i+1], ARGV[a+4i+2]   bucket i's rule
+--            interval in µs (≥ 1), burst, cost (1 ≤ cost ≤ burst) and
+--            lateness tolerance in µs (≥ 0).
 --
 -- Heartbeat (at most once per interval per replica, see heartbeat.lua):
--- when #ARGV == 4·#KEYS + 1, the last key is the namespace's replica set
--- (it shares the buckets' {hash tag}) and the last two ARGV are this
+-- when na == 4·nk, the request's last key is the namespace's replica set
+-- (it shares the buckets' {hash tag}) and its last two arguments are this
 -- replica's id and TTL in µs. The replica is registered before the
 -- buckets are looked at, whether or not the request is booked, and the
 -- count of live replicas follows limiter in the reply.
@@ -36,95 +39,96 @@
 --   prev_i, booked_i  bucket i's TAT (µs) before and after the booking, for
 --            refund.lua; both 0 for a deferred bucket.
 
-local now = now_us(ARGV[1])
-local n = #KEYS
+local function reserve(k, nk, a, na, now)
+  -- One bucket and no heartbeat, the common case, runs apart, trimmed for
+  -- Redis's time: no tables, each ARGV converted once (or never when not
+  -- needed), as few string.format calls as the reply allows (each costs
+  -- about as much as a GET). It decides and replies exactly as the loop
+  -- below does for one bucket.
+  if nk == 1 and na == 6 then
+    local key = KEYS[k + 1]
+    local tat, ad, prev = load(key, now)
+    -- x + 0 converts an ARGV as tonumber does, without a call.
+    local iv, cost = ARGV[a + 3] + 0, ARGV[a + 5] + 0
+    if ad then
+      iv = interval(iv, ad, now)
+    end
+    local at = (tat > now and tat or now) + (cost - ARGV[a + 4]) * iv
+    if at < now then
+      at = now
+    end
+    local depart = now + ARGV[a + 2]
+    if at > depart then
+      depart = at
+    end
+    local wait = depart - now
+    local maxWait = ARGV[a + 1] + 0
+    if maxWait < 0 or wait > maxWait then
+      return string.format('0 %d 0', wait)
+    end
+    -- depart == at unless floor sets it: the usual case skips a conversion.
+    if depart ~= at and depart - at > ARGV[a + 6] + 0 then
+      return string.format('1 %d 0 0 0', wait)
+    end
+    local booked = (tat > at and tat or at) + cost * iv
+    if ad then
+      save(key, booked, ad, now)
+      return string.format('1 %d 0 %d %d', wait, tat, booked)
+    end
+    -- save without an adaptation: booked > now, so the key expires a
+    -- second after its TAT.
+    local s = string.format('%d', booked)
+    redis.call('SET', key, s, 'PX', string.format('%d', math.ceil((booked - now) / 1000) + 1000))
+    -- prev goes as stored when the value held a TAT alone; and a request
+    -- that need not wait, the most common reply, needs no format at all.
+    prev = prev or string.format('%d', tat)
+    if wait == 0 then
+      return '1 0 0 ' .. prev .. ' ' .. s
+    end
+    return string.format('1 %d 0 %s %s', wait, prev, s)
+  end
 
--- One bucket and no heartbeat, the common case, runs apart, trimmed for
--- Redis's time: no tables, each ARGV converted once (or never when not
--- needed), as few string.format calls as the reply allows (each costs about
--- as much as a GET). It decides and replies exactly as the loop below does
--- for n = 1.
-if n == 1 and #ARGV == 7 then
-  local key = KEYS[1]
-  local tat, a, prev = load(key, now)
-  -- x + 0 converts an ARGV as tonumber does, without a call.
-  local iv, cost = ARGV[4] + 0, ARGV[6] + 0
-  if a then
-    iv = interval(iv, a, now)
+  local n = nk
+  local depart, limiter = now + ARGV[a + 2], 0
+  local head = ''
+  if na == 4 * nk then
+    n = n - 1
+    head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 4 * n + 3], ARGV[a + 4 * n + 4] + 0, now))
   end
-  local at = (tat > now and tat or now) + (cost - ARGV[5]) * iv
-  if at < now then
-    at = now
-  end
-  local depart = now + ARGV[3]
-  if at > depart then
-    depart = at
+  local tats, ads, ivs, ats = {}, {}, {}, {}
+  for i = 1, n do
+    local j = a + 4 * i - 1
+    local tat, ad = load(KEYS[k + i], now)
+    local iv = ARGV[j] + 0
+    if ad then
+      iv = interval(iv, ad, now)
+    end
+    local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
+    if at < now then
+      at = now
+    end
+    tats[i], ads[i], ivs[i], ats[i] = tat, ad, iv, at
+    if at > depart then
+      depart, limiter = at, i - 1
+    end
   end
   local wait = depart - now
-  local maxWait = ARGV[2] + 0
+  local maxWait = ARGV[a + 1] + 0
   if maxWait < 0 or wait > maxWait then
-    return string.format('0 %d 0', wait)
+    return string.format('0 %d %d', wait, limiter) .. head
   end
-  -- depart == at unless floor sets it: the usual case skips a conversion.
-  if depart ~= at and depart - at > ARGV[7] + 0 then
-    return string.format('1 %d 0 0 0', wait)
+  local reply = string.format('1 %d %d', wait, limiter) .. head
+  for i = 1, n do
+    local j = a + 4 * i - 1
+    local at = ats[i]
+    if depart ~= at and depart - at > ARGV[j + 3] + 0 then
+      reply = reply .. ' 0 0'
+    else
+      local tat = tats[i]
+      local booked = (tat > at and tat or at) + ARGV[j + 2] * ivs[i]
+      save(KEYS[k + i], booked, ads[i], now)
+      reply = reply .. string.format(' %d %d', tat, booked)
+    end
   end
-  local booked = (tat > at and tat or at) + cost * iv
-  if a then
-    save(key, booked, a, now)
-    return string.format('1 %d 0 %d %d', wait, tat, booked)
-  end
-  -- save without an adaptation: booked > now, so the key expires a second
-  -- after its TAT.
-  local s = string.format('%d', booked)
-  redis.call('SET', key, s, 'PX', string.format('%d', math.ceil((booked - now) / 1000) + 1000))
-  -- prev goes as stored when the value held a TAT alone; and a request
-  -- that need not wait, the most common reply, needs no format at all.
-  prev = prev or string.format('%d', tat)
-  if wait == 0 then
-    return '1 0 0 ' .. prev .. ' ' .. s
-  end
-  return string.format('1 %d 0 %s %s', wait, prev, s)
+  return reply
 end
-
-local depart, limiter = now + ARGV[3], 0
-local head = ''
-if #ARGV == 4 * n + 1 then
-  n = n - 1
-  head = string.format(' %d', beat(KEYS[n + 1], ARGV[4 * n + 4], ARGV[4 * n + 5] + 0, now))
-end
-local tats, ads, ivs, ats = {}, {}, {}, {}
-for i = 1, n do
-  local j = 4 * i
-  local tat, a = load(KEYS[i], now)
-  local iv = ARGV[j] + 0
-  if a then
-    iv = interval(iv, a, now)
-  end
-  local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
-  if at < now then
-    at = now
-  end
-  tats[i], ads[i], ivs[i], ats[i] = tat, a, iv, at
-  if at > depart then
-    depart, limiter = at, i - 1
-  end
-end
-local wait = depart - now
-local maxWait = ARGV[2] + 0
-if maxWait < 0 or wait > maxWait then
-  return string.format('0 %d %d', wait, limiter) .. head
-end
-local reply = string.format('1 %d %d', wait, limiter) .. head
-for i = 1, n do
-  local at = ats[i]
-  if depart ~= at and depart - at > ARGV[4 * i + 3] + 0 then
-    reply = reply .. ' 0 0'
-  else
-    local tat = tats[i]
-    local booked = (tat > at and tat or at) + ARGV[4 * i + 2] * ivs[i]
-    save(KEYS[i], booked, ads[i], now)
-    reply = reply .. string.format(' %d %d', tat, booked)
-  end
-end
-return reply

@@ -21,12 +21,21 @@ var (
 	bucketLua string
 
 	//go:embed reserve.lua
-	reserveLua    string
-	reserveSrc    = bucketLua + heartbeatLua + reserveLua
-	reserveScript = redis.NewScript(reserveSrc)
+	reserveLua string
+	//go:embed reserve_call.lua
+	reserveCallLua string
+	reserveSrc     = bucketLua + heartbeatLua + reserveLua + reserveCallLua
+	reserveScript  = redis.NewScript(reserveSrc)
 	// reserveSHA and reserveSrcArg are boxed once, not per call.
 	reserveSHA    any = reserveScript.Hash()
 	reserveSrcArg any = reserveSrc
+
+	//go:embed reserve_batch.lua
+	reserveBatchLua    string
+	reserveBatchSrc        = bucketLua + heartbeatLua + reserveLua + reserveBatchLua
+	reserveBatchScript     = redis.NewScript(reserveBatchSrc)
+	reserveBatchSHA    any = reserveBatchScript.Hash()
+	reserveBatchSrcArg any = reserveBatchSrc
 
 	//go:embed refund.lua
 	refundLua    string
@@ -335,7 +344,10 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 		_, c.nums[nn-1] = s.hb.args()
 		c.args = append(c.args, &s.hb.id, &c.nums[nn-1])
 	}
-	c.bs, c.beat = bs, beat
+	c.nk, c.bs, c.beat = nk, bs, beat
+	if s.tagPerKey {
+		c.tag = s.tag(&bs[0]) // bs share it (see groups); the beat is untagged
+	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	c.deadline, _ = cctx.Deadline()

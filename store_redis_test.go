@@ -789,6 +789,13 @@ func TestRedisCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("tenants batched per slot", func(t *testing.T) {
+		g := newGate()
+		gated := cl.Client(t)
+		gated.AddHook(g)
+		batchTenants(t, gated, g)
+	})
+
 	lim := Limit{Rate: 1000, Period: time.Second, Burst: 100}
 	rules := WithRules(
 		Rule{Name: "global", Limit: lim},
