@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,6 +66,13 @@ type redisBenchOp struct {
 // connected: the floor, redis_rate, the Redis store, and whole Transports.
 // The buckets never make anyone wait (huge rates).
 func redisBenchOps(b *testing.B) []redisBenchOp {
+	ops, _ := redisBenchSetup(b)
+	return ops
+}
+
+// redisBenchSetup is redisBenchOps, and also returns a function that reads
+// the CPU time the redis-server has used so far (INFO cpu).
+func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	srv := redistest.Start(b)
 	opt := srv.Options()
 	opt.PoolSize = 128
@@ -121,73 +129,82 @@ func redisBenchOps(b *testing.B) []redisBenchOp {
 			b.Fatalf("%s: %v", o.name, err)
 		}
 	}
-	return ops
+	cpu := func() time.Duration {
+		info, err := rdb.Info(ctx, "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total float64
+		for line := range strings.SplitSeq(info, "\n") {
+			name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if name == "used_cpu_sys" || name == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %q: %v", line, err)
+				}
+				total += f
+			}
+		}
+		return time.Duration(total * float64(time.Second))
+	}
+	return ops, cpu
 }
 
 // BenchmarkRedisInterleaved runs the variants of BenchmarkRedis in turn,
 // round after round, so that every variant meets the same machine: on a
-// shared VM a loopback round trip swings between 40 and 150 µs from one
+// shared VM a loopback round trip swings between 40 and 350 µs from one
 // second to the next, far more than the variants differ, and separate
-// benchmarks then compare the machine's moods. With 1 goroutine a round is
-// one call of each variant; with 64, each variant in turn runs a phase of
-// 2000 calls on 64 goroutines. It reports each variant's mean µs per call
-// and its speed against redis_rate's (× > 1 is faster). Allocations are
-// BenchmarkRedis's. Run with:
+// benchmarks then compare the machine's moods. A round runs each variant
+// for a phase of calls: 100 calls on 1 goroutine, or 2000 on 64. It
+// reports each variant's mean µs per call, its speed against redis_rate's
+// (× > 1 is faster), and the redis-server's CPU time per call (INFO cpu
+// around each phase): what limits a fleet sharing one Redis. Allocations
+// are BenchmarkRedis's. Run with:
 //
 //	go test -run '^$' -bench 'RedisInterleaved' -benchtime 20000x .
 func BenchmarkRedisInterleaved(b *testing.B) {
-	ops := redisBenchOps(b)
-	report := func(b *testing.B, spent []time.Duration, calls int) {
-		var rr time.Duration
-		for i, o := range ops {
-			if o.name == "redis_rate-Allow" {
-				rr = spent[i]
-			}
-		}
-		for i, o := range ops {
-			b.ReportMetric(float64(spent[i].Microseconds())/float64(calls), "µs/"+o.name)
-			if o.name != "redis_rate-Allow" && spent[i] > 0 {
-				b.ReportMetric(float64(rr)/float64(spent[i]), "x-redis_rate/"+o.name)
-			}
-		}
-	}
-	b.Run("goroutines=1", func(b *testing.B) {
-		spent := make([]time.Duration, len(ops))
-		for b.Loop() {
-			for i, o := range ops {
-				start := time.Now()
-				if err := o.op(); err != nil {
-					b.Fatal(err)
-				}
-				spent[i] += time.Since(start)
-			}
-		}
-		report(b, spent, b.N)
-	})
-	b.Run("goroutines=64", func(b *testing.B) {
-		const workers, phase = 64, 2000
-		spent := make([]time.Duration, len(ops))
-		rounds := max(b.N/phase, 1)
-		for range rounds {
-			for i, o := range ops {
-				var left atomic.Int64
-				left.Store(phase)
-				var wg sync.WaitGroup
-				start := time.Now()
-				for range workers {
-					wg.Go(func() {
-						for left.Add(-1) >= 0 {
-							if err := o.op(); err != nil {
-								b.Error(err)
-								return
+	ops, redisCPU := redisBenchSetup(b)
+	for _, par := range []struct{ workers, phase int }{{1, 100}, {64, 2000}} {
+		b.Run("goroutines="+strconv.Itoa(par.workers), func(b *testing.B) {
+			spent := make([]time.Duration, len(ops))
+			server := make([]time.Duration, len(ops))
+			rounds := max(b.N/par.phase, 1)
+			for range rounds {
+				for i, o := range ops {
+					var left atomic.Int64
+					left.Store(int64(par.phase))
+					var wg sync.WaitGroup
+					cpu0 := redisCPU()
+					start := time.Now()
+					for range par.workers {
+						wg.Go(func() {
+							for left.Add(-1) >= 0 {
+								if err := o.op(); err != nil {
+									b.Error(err)
+									return
+								}
 							}
-						}
-					})
+						})
+					}
+					wg.Wait()
+					spent[i] += time.Since(start)
+					server[i] += redisCPU() - cpu0
 				}
-				wg.Wait()
-				spent[i] += time.Since(start)
 			}
-		}
-		report(b, spent, rounds*phase)
-	})
+			calls := float64(rounds * par.phase)
+			var rr time.Duration
+			for i, o := range ops {
+				if o.name == "redis_rate-Allow" {
+					rr = spent[i]
+				}
+			}
+			for i, o := range ops {
+				b.ReportMetric(float64(spent[i].Microseconds())/calls, "µs/"+o.name)
+				b.ReportMetric(float64(server[i].Microseconds())/calls, "redis-µs/"+o.name)
+				if o.name != "redis_rate-Allow" && spent[i] > 0 {
+					b.ReportMetric(float64(rr)/float64(spent[i]), "x-redis_rate/"+o.name)
+				}
+			}
+		})
+	}
 }
