@@ -20,7 +20,8 @@
 //
 // Buckets live in this process by default. With [WithRedis] every replica of
 // a fleet books its slots in the same buckets through one atomic Lua call per
-// request, timed by Redis's clock, so the fleet as a whole keeps the limit.
+// request (concurrent requests of one replica share one call), timed by
+// Redis's clock, so the fleet as a whole keeps the limit.
 //
 // A wait never outlives the request: when the slot lies beyond the context's
 // deadline or the transport's maximum wait, RoundTrip fails at once with a
