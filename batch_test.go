@@ -61,6 +61,17 @@ func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*redisStore
 	return s, rdb, h
 }
 
+// dialConns opens a few pooled connections, so that calls made while the
+// server is paused (SIGSTOP) wait for its reply, not for a dial.
+func dialConns(t *testing.T, ctx context.Context, rdb *redis.Client) {
+	t.Helper()
+	for range 4 {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // waitInFlight waits until the batcher has n pipelines in flight.
 func waitInFlight(t *testing.T, b *scriptBatcher, n int) {
 	t.Helper()
@@ -115,12 +126,7 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			// Connections are dialled before the pause.
-			for range 4 {
-				if err := rdb.Ping(ctx).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dialConns(t, ctx, rdb)
 			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 25, cost: 1}}
 			const callers = 40
 			srv.Pause()
@@ -261,11 +267,7 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 			srv := redistest.Start(t)
 			s, rdb, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
-			for range 4 {
-				if err := rdb.Ping(ctx).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dialConns(t, ctx, rdb)
 			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 3, cost: 1}}
 			srv.Pause()
 			var wg sync.WaitGroup
