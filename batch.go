@@ -263,9 +263,17 @@ func (b *scriptBatcher) runGroup(ctx context.Context, g []*scriptCall) {
 	setGroupResult(g, v, err)
 }
 
-// groupByTag splits batch by the calls' hash tags, in order of first
-// appearance; most batches have one tag, and get batch back as their one
-// group.
+// maxBatchRequests bounds the requests one reserve_batch.lua call books. A
+// script holds Redis for its whole run, every other client of it waiting:
+// a process that meets a burst of thousands of requests sends them as
+// several calls of at most this many (about a millisecond of Redis's time
+// each), in one pipeline, not as one call of tens of milliseconds.
+const maxBatchRequests = 128
+
+// groupByTag splits batch into the groups that can each go as one script
+// call: by the calls' hash tags, in order of first appearance, and into
+// runs of at most maxBatchRequests. Most batches are one group: batch
+// itself.
 func groupByTag(batch []*scriptCall) [][]*scriptCall {
 	tag := batch[0].tag
 	same := true
@@ -275,17 +283,17 @@ func groupByTag(batch []*scriptCall) [][]*scriptCall {
 			break
 		}
 	}
-	if same {
+	if same && len(batch) <= maxBatchRequests {
 		return [][]*scriptCall{batch}
 	}
 	var groups [][]*scriptCall
-	index := make(map[string]int)
+	open := make(map[string]int) // tag → index of its group still filling
 	for _, c := range batch {
-		i, ok := index[c.tag]
-		if !ok {
+		i, ok := open[c.tag]
+		if !ok || len(groups[i]) == maxBatchRequests {
 			i = len(groups)
-			index[c.tag] = i
-			groups = append(groups, nil)
+			open[c.tag] = i
+			groups = append(groups, make([]*scriptCall, 0, min(len(batch), maxBatchRequests)))
 		}
 		groups[i] = append(groups[i], c)
 	}
