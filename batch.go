@@ -71,7 +71,7 @@ func (b *scriptBatcher) do(ctx context.Context, c *scriptCall) (string, error) {
 		b.mu.Unlock()
 		c.state.Store(callTaken)
 		if b.guard {
-			go b.drain([]*scriptCall{c})
+			go b.drain(c)
 			return b.wait(ctx, c)
 		}
 		b.send(ctx, c, nil)
@@ -164,9 +164,11 @@ func (b *scriptBatcher) handOff() {
 	b.inFlight--
 }
 
-// drain is the guard's goroutine: it sends batch, then the queue, until the
-// queue is empty.
-func (b *scriptBatcher) drain(batch []*scriptCall) {
+// drain is the guard's goroutine: it sends first, then the queue, until
+// the queue is empty.
+func (b *scriptBatcher) drain(first *scriptCall) {
+	one := [1]*scriptCall{first}
+	batch := one[:]
 	for {
 		if len(batch) > 0 {
 			b.send(context.Background(), nil, batch)
@@ -225,8 +227,18 @@ func (b *scriptBatcher) pipe(ctx context.Context, self *scriptCall, batch []*scr
 		b.run(ctx, self)
 		return
 	}
-	pctx, cancel := batchContext(ctx, batch)
-	defer cancel()
+	pctx := ctx
+	if !b.guard {
+		// With guard, the client ignores deadlines and the callers keep
+		// their own: no context (and timer) to build.
+		var cancel context.CancelFunc
+		pctx, cancel = batchContext(ctx, batch)
+		defer cancel()
+	}
+	if len(batch) == 1 {
+		b.run(pctx, batch[0])
+		return
+	}
 	groups := groupByTag(batch)
 	if len(groups) == 1 {
 		b.runGroup(pctx, groups[0])
