@@ -346,7 +346,10 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 	}
 	c.nk, c.bs, c.beat = nk, bs, beat
 	if s.tagPerKey {
-		c.tag = s.tag(&bs[0]) // bs share it (see groups); the beat is untagged
+		// On a Cluster bs share one tag (see groups), and a call with the
+		// beat has none; on one node the tag only groups calls, which any
+		// grouping keeps correct.
+		c.tag = s.tag(&bs[0])
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
