@@ -30,7 +30,7 @@ local minFrac, recover = tonumber(ARGV[8]), tonumber(ARGV[9])
 local changed = 0
 for i = 1, #KEYS do
   local iv, burst = tonumber(ARGV[2 * i + 8]), tonumber(ARGV[2 * i + 9])
-  local tat, a = load(KEYS[i], now)
+  local tat, a, _, hold = load(KEYS[i], now)
   local tat0, a0 = tat, a
   local ruleRate = 1000000 / iv
   if slow > 0 and (not a or now - a[2] >= cooldown) then
@@ -55,7 +55,7 @@ for i = 1, #KEYS do
     end
   end
   if tat ~= tat0 or a ~= a0 then
-    save(KEYS[i], tat, a, now)
+    save(KEYS[i], tat, a, now, hold)
     changed = changed + 1
   end
 end

@@ -61,6 +61,13 @@ type reservation struct {
 	// leave later than the bucket counted it; the Transport books it at the
 	// departure, in a second call.
 	prev, booked []int64
+	// held, when not 0, is how long from the store's decision a pause
+	// lasts in one of the buckets (the latest end, if several): one that a
+	// response told this process or another replica of (store.pause). The
+	// Transport sends its waiters booked before the pause to book again
+	// after it (waitQueue.hold). The Redis store reports it; the local
+	// store, whose one process already holds its waiters, does not.
+	held time.Duration
 }
 
 // deferred returns the buckets of r not booked yet, or nil.

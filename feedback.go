@@ -25,8 +25,10 @@ func WithMaxRetryAfter(d time.Duration) Option {
 // reports a quota exhausted until its reset, pauses every bucket of the
 // request until then, in the store, so that every replica holds back; and
 // the waiters of this process that booked their slots before the pause
-// book again after it (waitQueue.hold). Waiters of other processes that
-// already hold slots still go: a pause stops new bookings only.
+// book again after it (waitQueue.hold). With the Redis store the pause's
+// end is kept in the buckets too, and every replica that books them before
+// it ends learns of it and holds its own waiters alike (reservation.held);
+// a waiter of a replica that books nothing in the meantime still goes.
 func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response) Signal {
 	sig := ParseSignal(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfter, t.dialects...)
 	if len(bs) == 0 {

@@ -15,10 +15,10 @@
 local now = now_us(ARGV[1])
 local restored = 0
 for i = 1, #KEYS do
-  local cur, a = load(KEYS[i], now)
+  local cur, a, _, hold = load(KEYS[i], now)
   -- A booked TAT is never 0, which load returns for a missing key.
   if cur == tonumber(ARGV[2 * i + 1]) then
-    save(KEYS[i], tonumber(ARGV[2 * i]), a, now)
+    save(KEYS[i], tonumber(ARGV[2 * i]), a, now, hold)
     restored = restored + 1
   end
 end

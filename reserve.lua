@@ -29,13 +29,15 @@
 --
 -- Reply: one string of decimal integers separated by spaces (one bulk
 -- string costs the client fewer allocations than an array of integers):
---   "ok wait limiter [live] prev_1 booked_1 ... prev_n booked_n"
+--   "ok wait limiter [live] held prev_1 booked_1 ... prev_n booked_n"
 --   ok       1 if booked, 0 if the wait exceeds maxWait (nothing booked; the
---            reply then stops after limiter).
+--            reply then stops after held).
 --   wait     µs from now until departure: relative, so that the callers'
 --            clocks never matter.
 --   limiter  0-based index of the bucket that set the wait.
 --   live     only with a heartbeat: the live replicas, this one included.
+--   held     µs from now until the latest end of a pause in force in the
+--            request's buckets (their hold, see pause.lua), or 0.
 --   prev_i, booked_i  bucket i's TAT (µs) before and after the booking, for
 --            refund.lua; both 0 for a deferred bucket.
 
@@ -47,7 +49,7 @@ local function reserve(k, nk, a, na, now)
   -- below does for one bucket.
   if nk == 1 and na == 6 then
     local key = KEYS[k + 1]
-    local tat, ad, prev = load(key, now)
+    local tat, ad, prev, hold = load(key, now)
     -- x + 0 converts an ARGV as tonumber does, without a call.
     local iv, cost = ARGV[a + 3] + 0, ARGV[a + 5] + 0
     if ad then
@@ -63,17 +65,18 @@ local function reserve(k, nk, a, na, now)
     end
     local wait = depart - now
     local maxWait = ARGV[a + 1] + 0
+    local held = hold and hold - now or 0
     if maxWait < 0 or wait > maxWait then
-      return string.format('0 %d 0', wait)
+      return string.format('0 %d 0 %d', wait, held)
     end
     -- depart == at unless floor sets it: the usual case skips a conversion.
     if depart ~= at and depart - at > ARGV[a + 6] + 0 then
-      return string.format('1 %d 0 0 0', wait)
+      return string.format('1 %d 0 %d 0 0', wait, held)
     end
     local booked = (tat > at and tat or at) + cost * iv
-    if ad then
-      save(key, booked, ad, now)
-      return string.format('1 %d 0 %d %d', wait, tat, booked)
+    if ad or hold then
+      save(key, booked, ad, now, hold)
+      return string.format('1 %d 0 %d %d %d', wait, held, tat, booked)
     end
     -- save without an adaptation: booked > now, so the key expires a
     -- second after its TAT.
@@ -83,9 +86,9 @@ local function reserve(k, nk, a, na, now)
     -- that need not wait, the most common reply, needs no format at all.
     prev = prev or string.format('%d', tat)
     if wait == 0 then
-      return '1 0 0 ' .. prev .. ' ' .. s
+      return '1 0 0 0 ' .. prev .. ' ' .. s
     end
-    return string.format('1 %d 0 %s %s', wait, prev, s)
+    return string.format('1 %d 0 0 %s %s', wait, prev, s)
   end
 
   local n = nk
@@ -95,10 +98,14 @@ local function reserve(k, nk, a, na, now)
     n = n - 1
     head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 4 * n + 3], ARGV[a + 4 * n + 4] + 0, now))
   end
-  local tats, ads, ivs, ats = {}, {}, {}, {}
+  local tats, ads, holds, ivs, ats = {}, {}, {}, {}, {}
+  local held = 0
   for i = 1, n do
     local j = a + 4 * i - 1
-    local tat, ad = load(KEYS[k + i], now)
+    local tat, ad, _, hold = load(KEYS[k + i], now)
+    if hold and hold - now > held then
+      held = hold - now
+    end
     local iv = ARGV[j] + 0
     if ad then
       iv = interval(iv, ad, now)
@@ -107,7 +114,7 @@ local function reserve(k, nk, a, na, now)
     if at < now then
       at = now
     end
-    tats[i], ads[i], ivs[i], ats[i] = tat, ad, iv, at
+    tats[i], ads[i], holds[i], ivs[i], ats[i] = tat, ad, hold, iv, at
     if at > depart then
       depart, limiter = at, i - 1
     end
@@ -115,9 +122,9 @@ local function reserve(k, nk, a, na, now)
   local wait = depart - now
   local maxWait = ARGV[a + 1] + 0
   if maxWait < 0 or wait > maxWait then
-    return string.format('0 %d %d', wait, limiter) .. head
+    return string.format('0 %d %d%s %d', wait, limiter, head, held)
   end
-  local reply = string.format('1 %d %d', wait, limiter) .. head
+  local reply = string.format('1 %d %d%s %d', wait, limiter, head, held)
   for i = 1, n do
     local j = a + 4 * i - 1
     local at = ats[i]
@@ -126,7 +133,7 @@ local function reserve(k, nk, a, na, now)
     else
       local tat = tats[i]
       local booked = (tat > at and tat or at) + ARGV[j + 2] * ivs[i]
-      save(KEYS[k + i], booked, ads[i], now)
+      save(KEYS[k + i], booked, ads[i], now, holds[i])
       reply = reply .. string.format(' %d %d', tat, booked)
     end
   end

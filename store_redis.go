@@ -123,7 +123,7 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 	n := len(c.bs)
 	tats := make([]int64, 2*n)
 	r := reservation{buckets: c.bs, prev: tats[:n:n], booked: tats[n:]}
-	ok, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, c.beat)
+	ok, _, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, c.beat)
 	if perr != nil || !ok {
 		return
 	}
@@ -286,11 +286,12 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	}
 	tats := make([]int64, 2*len(bs))
 	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, beat)
+	ok, wait, limiter, held, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, beat)
 	if err != nil {
 		return reservation{}, err
 	}
 	r.ok, r.wait, r.limiter = ok, time.Duration(wait)*time.Microsecond, limiter
+	r.held = time.Duration(held) * time.Microsecond
 	if !ok {
 		r.prev, r.booked = nil, nil
 	}
@@ -309,7 +310,7 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 // *string without boxing); the batcher sends it alone or in one pipeline
 // with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
 // does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
 	nk, nn := len(bs), 3+4*len(bs)
 	if beat {
 		// The replica set; room for the id and the TTL in the
@@ -356,45 +357,52 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 	c.deadline, _ = cctx.Deadline()
 	reply, err := s.batch.do(cctx, c) // c is the batcher's from here on
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
+		return false, 0, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
 	}
 	return s.parseReserve(reply, bs, prev, booked, beat)
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, err error) {
+func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
+	bad := func(what string) (bool, int64, int, int64, error) {
+		return false, 0, 0, 0, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
+	}
 	okFlag, rest, ok1 := nextInt(reply)
 	wait, rest, ok2 := nextInt(rest)
 	lim, rest, ok3 := nextInt(rest)
 	if !ok1 || !ok2 || !ok3 || okFlag < 0 || okFlag > 1 || lim < 0 || lim >= int64(len(bs)) || wait < 0 {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q", errRedisReply, reply)
+		return bad("")
 	}
 	if beat {
 		live, more, okL := nextInt(rest)
 		if !okL || live < 1 {
-			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q with a heartbeat", errRedisReply, reply)
+			return bad(" with a heartbeat")
 		}
 		s.hb.record(live)
 		rest = more
 	}
+	held, rest, okH := nextInt(rest)
+	if !okH {
+		return bad("")
+	}
 	if okFlag == 0 {
 		if rest != "" {
-			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q", errRedisReply, reply)
+			return bad("")
 		}
-		return false, wait, int(lim), nil
+		return false, wait, int(lim), held, nil
 	}
 	for i := range bs {
 		var okP, okB bool
 		prev[i], rest, okP = nextInt(rest)
 		booked[i], rest, okB = nextInt(rest)
 		if !okP || !okB {
-			return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q for %d buckets", errRedisReply, reply, len(bs))
+			return bad(fmt.Sprintf(" for %d buckets", len(bs)))
 		}
 	}
 	if rest != "" {
-		return false, 0, 0, fmt.Errorf("%w: reserve returned %.64q for %d buckets", errRedisReply, reply, len(bs))
+		return bad(fmt.Sprintf(" for %d buckets", len(bs)))
 	}
-	return true, wait, int(lim), nil
+	return true, wait, int(lim), held, nil
 }
 
 // nextInt parses the non-negative decimal integer at the start of s,
@@ -575,36 +583,39 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
 	maxUs := spanMicros(maxWait, false)
 	sub := make([][]bucket, len(groups))
-	var floor int64
+	var floor, held int64
 	limiter := 0
 	for g, idx := range groups {
 		sub[g] = make([]bucket, len(idx))
 		for j, i := range idx {
 			sub[g][j] = bs[i]
 		}
-		_, wait, lim, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, false)
+		_, wait, lim, h, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, false)
 		if err != nil {
 			return reservation{}, err
 		}
 		if wait > floor {
 			floor, limiter = wait, idx[lim]
 		}
+		held = max(held, h)
 	}
+	r.held = time.Duration(held) * time.Microsecond
 	if floor > maxUs {
-		return reservation{wait: time.Duration(floor) * time.Microsecond, limiter: limiter, buckets: bs}, nil
+		return reservation{wait: time.Duration(floor) * time.Microsecond, limiter: limiter, buckets: bs, held: r.held}, nil
 	}
 	booked := make([]bool, len(groups))
 	depart := floor
 	for g, idx := range groups {
 		gt := make([]int64, 2*len(idx))
-		ok, wait, lim, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:len(idx)], gt[len(idx):], false)
+		ok, wait, lim, h, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:len(idx)], gt[len(idx):], false)
 		if err != nil {
 			s.rollback(ctx, &r, groups, booked)
 			return reservation{}, err
 		}
+		r.held = max(r.held, time.Duration(h)*time.Microsecond)
 		if !ok {
 			s.rollback(ctx, &r, groups, booked)
-			return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs}, nil
+			return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs, held: r.held}, nil
 		}
 		for j, i := range idx {
 			r.prev[i], r.booked[i] = gt[j], gt[len(idx)+j]

@@ -256,6 +256,14 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	if err != nil {
 		return err
 	}
+	if r.held > 0 {
+		// Another replica was told to pause these buckets: this process's
+		// waiters booked before the pause book again after it, as if the
+		// response had come here (see listen). Its end is reckoned from
+		// before the call, as listen's, so it comes no later than the
+		// store's.
+		t.queue.hold(bs, sent, sent.Add(r.held))
+	}
 	// The wait counts from when the store decided, somewhere between the
 	// call and its reply; half the round trip is the unbiased guess. Without
 	// it every departure would be late by the reply's latency, and late by
