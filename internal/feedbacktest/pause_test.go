@@ -135,7 +135,7 @@ func runPause(t *testing.T, goroutines int, interval time.Duration) {
 			fromReceiver++
 		}
 	}
-	t.Logf("of which %d from worker %d, which received the 429 (its booked waiters book again after the pause), %d from the others (their booked slots still go)",
+	t.Logf("of which %d from worker %d, which received the 429 (its booked waiters book again after the pause), %d from the others (they hold theirs from their next booking on, which tells them of the pause)",
 		fromReceiver, receiver, len(in)-fromReceiver)
 	if len(in) > goroutinesAll {
 		t.Errorf("%d arrivals during the 2 s pause, more than the %d goroutines could have committed before it", len(in), goroutinesAll)
