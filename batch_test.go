@@ -48,18 +48,17 @@ var batchClients = []struct {
 	{"guarded", false},
 }
 
-// batchStore returns a Redis store whose client is of the given kind, with a
-// pipelineCounter hooked in.
-func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*redisStore, *redis.Client, *pipelineCounter) {
+// batchStore returns a Redis store whose client is of the given kind, with
+// a few connections already dialled.
+func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*redisStore, *redis.Client) {
 	t.Helper()
 	opt := srv.Options()
 	opt.ContextTimeoutEnabled = ctxAware
 	rdb := srv.ClientWith(t, opt)
-	h := &pipelineCounter{}
-	rdb.AddHook(h)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)})
 	s.batch.guard = !ctxAware
-	return s, rdb, h
+	dialConns(t, redisCtx(t), rdb)
+	return s, rdb
 }
 
 // dialConns opens a few pooled connections, so that calls made while the
@@ -119,7 +118,7 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 	for _, tc := range batchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			s, rdb, _ := batchStore(t, srv, tc.ctxAware)
+			s, rdb := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
 			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -127,7 +126,6 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			dialConns(t, ctx, rdb)
 			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 25, cost: 1}}
 			// More than maxBatchRequests: the queue goes as several
 			// script calls in one pipeline.
@@ -268,9 +266,8 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 	for _, tc := range batchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			s, rdb, _ := batchStore(t, srv, tc.ctxAware)
+			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
-			dialConns(t, ctx, rdb)
 			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 3, cost: 1}}
 			srv.Pause()
 			var wg sync.WaitGroup
@@ -314,7 +311,7 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s, rdb, _ := batchStore(t, srv, false)
+	s, rdb := batchStore(t, srv, false)
 	ctx := redisCtx(t)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -355,7 +352,7 @@ func TestBatchStress(t *testing.T) {
 	for _, tc := range batchClients {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			s, _, _ := batchStore(t, srv, tc.ctxAware)
+			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
 			const burst, callers = 60, 300
 			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: burst, cost: 1}}
