@@ -69,7 +69,7 @@ func (b *scriptBatcher) do(ctx context.Context, c *scriptCall) (string, error) {
 	if b.inFlight < maxInFlight {
 		b.inFlight++
 		b.mu.Unlock()
-		c.state.Store(callTaken)
+		c.state.Store(callTaken) // read by wait and deliver, in guard mode
 		if b.guard {
 			go b.drain(c)
 			return b.wait(ctx, c)

@@ -251,9 +251,7 @@ func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait ti
 		timeout := f.callTimeout()
 		cctx, cancel := context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
 		r, err := f.primary.reserve(cctx, bs, maxWait)
-		if err != nil && context.Cause(cctx) == errRedisTimeout {
-			err = fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
-		}
+		err = timedOut(cctx, timeout, err)
 		cancel()
 		return r, err
 	}
@@ -329,6 +327,15 @@ func (f *fallbackStore) adapt(ctx context.Context, bs []bucket, fb feedback) err
 	return err
 }
 
+// timedOut marks err as errRedisTimeout when cctx, bounded by timeout
+// (bounded), ended for that reason.
+func timedOut(cctx context.Context, timeout time.Duration, err error) error {
+	if err != nil && context.Cause(cctx) == errRedisTimeout {
+		return fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
+	}
+	return err
+}
+
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
 // on a goroutine of its own and bounded returns at the timeout even if call
 // does not; if call's result arrives after that, abandoned (when not nil)
@@ -338,10 +345,7 @@ func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call
 	defer cancel()
 	if !guard {
 		v, err := call(cctx)
-		if err != nil && context.Cause(cctx) == errRedisTimeout {
-			err = fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
-		}
-		return v, err
+		return v, timedOut(cctx, timeout, err)
 	}
 	type result struct {
 		v   T

@@ -28,7 +28,8 @@ import (
 //
 //	go test -run '^$' -bench 'Redis' -benchmem -count 5 .
 func BenchmarkRedis(b *testing.B) {
-	for _, o := range redisBenchOps(b) {
+	ops, _ := redisBenchSetup(b)
+	for _, o := range ops {
 		for _, par := range []int{1, 64} {
 			b.Run(o.name+"/goroutines="+strconv.Itoa(par), func(b *testing.B) {
 				b.ReportAllocs()
@@ -61,17 +62,11 @@ type redisBenchOp struct {
 	op   func() error
 }
 
-// redisBenchOps starts a private redis-server and returns the variants
+// redisBenchSetup starts a private redis-server and returns the variants
 // BenchmarkRedis and BenchmarkRedisInterleaved compare, each loaded and
-// connected: the floor, redis_rate, the Redis store, and whole Transports.
-// The buckets never make anyone wait (huge rates).
-func redisBenchOps(b *testing.B) []redisBenchOp {
-	ops, _ := redisBenchSetup(b)
-	return ops
-}
-
-// redisBenchSetup is redisBenchOps, and also returns a function that reads
-// the CPU time the redis-server has used so far (INFO cpu).
+// connected (the floor, redis_rate, the Redis store, and whole Transports;
+// the buckets never make anyone wait), and a function that reads the CPU
+// time the redis-server has used so far (INFO cpu).
 func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	srv := redistest.Start(b)
 	opt := srv.Options()
