@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -28,8 +29,34 @@ import (
 //     it count for nothing (they repeat what the cut already heard). It is
 //     deep because a rejection means the fleet outran the quota by an
 //     unknown margin, and each further rejection costs the fleet a pause.
+//     When the rejection reports its quota's limit and what remains, the
+//     server will say how far below its quota the cut left the fleet, and
+//     the lift wins the difference back within a few windows; the cut
+//     then depends on what the fleet knew before. From the rule's rate
+//     (the first rejection: the margin is unknown) it is deeper
+//     (slowOnLimitedReported), since a cut that leaves the fleet just
+//     under the quota is rejected again at the first jitter after the
+//     pause, and every rejection costs a pause. From a rate the server's
+//     feedback already holds well below the rule (at most heldBelow of
+//     it) it is shallower (slowOnLimitedHeld): such a rejection is the
+//     jitter of a fleet running close to the quota, not a large overshoot.
 //   - recover: after any cut the rate climbs back by recoverPerSecond of
 //     the rule's rate each second, never below minRateFraction of it.
+//   - lift: a success reporting more than liftFromShare of every quota's
+//     limit unused, while the bucket is held below its rule, raises the
+//     rate by liftGain times that excess share of the rule's rate (at most
+//     maxLift), at most once per quota window. Half the excess, because
+//     the reading lags the rate by more than a window when the fleet's
+//     waiters hold slots booked ahead at the old rate, so that two lifts
+//     may read the same shortfall; one cut of half a shortfall twice
+//     never overshoots it. The slow recovery is for servers that
+//     say nothing but 429; a server that reports what remains tells the
+//     fleet how far below the quota a cut left it, and a second cut or a
+//     deep brake is won back in a few windows instead of tens of seconds.
+//     The lift stops short of the brake's threshold, so the two never
+//     answer the same reading; the slow recovery covers the gap between.
+//     A lift's t0 is backdated as a brake's is: a hard cut may follow it
+//     at once, a brake or another lift a window later.
 //   - spread: a response reporting R units remaining until a reset X away,
 //     fewer than the bucket could still admit in X, holds the bucket to R
 //     in X (one at once, then one every X/R, no burst) until the reset.
@@ -44,14 +71,20 @@ import (
 // All of them only ever tighten a bucket; the rule stays the ceiling. They
 // live in the store beside the bucket, so the whole fleet adapts together.
 const (
-	slowOnLimited      = 0.7
-	slowCooldown       = 250 * time.Millisecond
-	lowRemainingShare  = 0.05
-	maxSoftCut         = 0.10
-	defaultQuotaWindow = time.Second
-	recoverPerSecond   = 0.02
-	minRateFraction    = 0.01
-	minSpreadReset     = time.Second
+	slowOnLimited         = 0.7
+	slowOnLimitedReported = 0.6
+	slowOnLimitedHeld     = 0.8
+	heldBelow             = 0.8
+	slowCooldown          = 250 * time.Millisecond
+	lowRemainingShare     = 0.05
+	maxSoftCut            = 0.10
+	defaultQuotaWindow    = time.Second
+	recoverPerSecond      = 0.02
+	minRateFraction       = 0.01
+	minSpreadReset        = time.Second
+	liftFromShare         = 0.08
+	maxLift               = 0.15
+	liftGain              = 0.5
 )
 
 // cut asks the store to multiply a bucket's rate by factor (0 < factor < 1;
@@ -61,11 +94,16 @@ const (
 //
 // With fromFree set, the cut's rate holds from the bucket's next free slot
 // on, and its t0 lies there: see adaptLocal.
+//
+// A bucket the feedback already holds well below its rule (at no more than
+// heldBelow of its rate: a brake or two before the first rejection do not
+// count) is multiplied by heldFactor instead, when it is set.
 type cut struct {
-	factor   float64
-	cooldown time.Duration
-	backdate time.Duration
-	fromFree bool
+	factor     float64
+	heldFactor float64
+	cooldown   time.Duration
+	backdate   time.Duration
+	fromFree   bool
 }
 
 // stronger reports whether c cuts deeper than d, or as deep sooner.
@@ -76,17 +114,30 @@ func (c cut) stronger(d cut) bool {
 	return c.factor > 0 && (c.factor < d.factor || (c.factor == d.factor && c.cooldown < d.cooldown))
 }
 
+// lift asks the store to raise a bucket's rate by share of its rule's rate
+// (0 means no lift), up to the rule, when the bucket is held below it by a
+// cut (not a spread) whose t0 lies at least cooldown in the past. The
+// lift's own t0 is placed backdate before now.
+type lift struct {
+	share    float64
+	cooldown time.Duration
+	backdate time.Duration
+}
+
 // feedback is what a response asks of a request's buckets.
 type feedback struct {
 	// slow cuts the bucket's rate; the zero cut changes nothing.
 	slow cut
+	// lift raises a bucket held below its rule; never set with slow or
+	// spread.
+	lift lift
 	// spread, with spreadIn > 0, holds the bucket to spread units of cost
 	// within spreadIn.
 	spread   int64
 	spreadIn time.Duration
 }
 
-func (f feedback) empty() bool { return f.slow.factor == 0 && f.spreadIn <= 0 }
+func (f feedback) empty() bool { return f.slow.factor == 0 && f.spreadIn <= 0 && f.lift.share == 0 }
 
 // feedbackFor works out what sig asks of buckets bs. It returns an empty
 // feedback when nothing needs the store, which is the common case: most
@@ -95,6 +146,9 @@ func feedbackFor(sig Signal, bs []bucket) feedback {
 	var f feedback
 	if sig.Limited {
 		f.slow = cut{factor: slowOnLimited, cooldown: slowCooldown, fromFree: true}
+		if reportsQuota(sig.Quotas) {
+			f.slow.factor, f.slow.heldFactor = slowOnLimitedReported, slowOnLimitedHeld
+		}
 	}
 	for _, q := range sig.Quotas {
 		if !q.HasRemaining {
@@ -125,7 +179,49 @@ func feedbackFor(sig Signal, bs []bucket) feedback {
 			}
 		}
 	}
+	if f.slow.factor == 0 && f.spreadIn <= 0 && !sig.HasRetryAfter {
+		f.lift = liftFor(sig.Quotas)
+	}
 	return f
+}
+
+// reportsQuota reports whether any of qs gives its limit and what remains:
+// what the lift reads.
+func reportsQuota(qs []Quota) bool {
+	for _, q := range qs {
+		if q.HasLimit && q.HasRemaining && q.Limit > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// liftFor returns the lift a success's quota reports ask for: none unless
+// every quota reporting what remains also reports its limit and has more
+// than liftFromShare of it left; then liftGain times the smallest excess
+// over that share, at most maxLift, once per the longest of their windows. A quota with
+// nothing to say about what remains has no vote; a response with no quota
+// reports asks for nothing.
+func liftFor(qs []Quota) lift {
+	share, window := math.Inf(1), time.Duration(0)
+	for _, q := range qs {
+		if !q.HasRemaining {
+			continue
+		}
+		if !q.HasLimit || q.Limit <= 0 {
+			return lift{}
+		}
+		share = min(share, float64(q.Remaining)/float64(q.Limit)-liftFromShare)
+		w := q.Window
+		if w <= 0 {
+			w = defaultQuotaWindow
+		}
+		window = max(window, w)
+	}
+	if math.IsInf(share, 1) || share <= 0 {
+		return lift{}
+	}
+	return lift{share: min(liftGain*share, maxLift), cooldown: window + slowCooldown, backdate: slowCooldown}
 }
 
 // brakeFor returns the cut a quota report asks for: none while at least
@@ -169,7 +265,11 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 			curIv = a.intervalAt(iv, now, unitsPerSecond)
 		}
 		cur := unitsPerSecond / float64(curIv)
-		r0 := max(cur*f.slow.factor, ruleRate*minRateFraction)
+		factor := f.slow.factor
+		if has && f.slow.heldFactor > 0 && cur <= ruleRate*heldBelow {
+			factor = f.slow.heldFactor
+		}
+		r0 := max(cur*factor, ruleRate*minRateFraction)
 		slope := ruleRate * recoverPerSecond
 		// The rate is r0 at anchor and climbs from there.
 		anchor := now
@@ -188,6 +288,18 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 		a = adaptation{rate0: r0 - slope*float64(back)/unitsPerSecond, t0: anchor - back, slope: slope,
 			until: anchor + int64((ruleRate-r0)/slope*unitsPerSecond)}
 		has = true
+	}
+	if f.lift.share > 0 && has && a.slope > 0 && float64(now-a.t0) >= f.lift.cooldown.Seconds()*unitsPerSecond {
+		// Only a cut climbs (a spread's slope is 0: it holds until the
+		// server's reset, which the lift's reading knows nothing of).
+		r := unitsPerSecond/float64(a.intervalAt(iv, now, unitsPerSecond)) + f.lift.share*ruleRate
+		if r >= ruleRate {
+			has = false
+		} else {
+			back := int64(f.lift.backdate.Seconds() * unitsPerSecond)
+			a = adaptation{rate0: r - a.slope*float64(back)/unitsPerSecond, t0: now - back, slope: a.slope,
+				until: now + int64((ruleRate-r)/a.slope*unitsPerSecond)}
+		}
 	}
 	if f.spreadIn > 0 && f.spread > 0 {
 		span := int64(f.spreadIn.Seconds() * unitsPerSecond)

@@ -15,6 +15,7 @@ import (
 
 func TestFeedbackFor(t *testing.T) {
 	b := bucket{key: "k", rule: "r", interval: 10 * time.Millisecond, burst: 5, cost: 1} // 100/s
+	remaining := int64(14)                                                               // of 100: as feedbackFor reckons it, not a constant
 	tests := []struct {
 		name string
 		sig  Signal
@@ -23,13 +24,44 @@ func TestFeedbackFor(t *testing.T) {
 		{name: "a plain response asks nothing", sig: Signal{}, want: feedback{}},
 		{name: "a 429 slows down", sig: Signal{Limited: true}, want: feedback{slow: cut{factor: slowOnLimited, cooldown: slowCooldown, fromFree: true}}},
 		{
+			name: "a 429 reporting its quota cuts deeper from the rule, less deep from a held rate",
+			sig:  Signal{Limited: true, Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 0, HasRemaining: true}}},
+			want: feedback{slow: cut{factor: slowOnLimitedReported, heldFactor: slowOnLimitedHeld, cooldown: slowCooldown, fromFree: true}},
+		},
+		{
 			name: "a quota nearly spent brakes gently, once per window",
 			sig:  Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 4, HasRemaining: true}}},
 			want: feedback{slow: cut{factor: 1 - maxSoftCut/5, cooldown: defaultQuotaWindow + slowCooldown, backdate: slowCooldown}},
 		},
 		{
-			name: "plenty remaining asks nothing",
+			name: "plenty remaining asks for the largest lift, once per window",
 			sig:  Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 60, HasRemaining: true, Reset: 500 * time.Millisecond, HasReset: true}}},
+			want: feedback{lift: lift{share: maxLift, cooldown: defaultQuotaWindow + slowCooldown, backdate: slowCooldown}},
+		},
+		{
+			name: "a lift is the excess over its threshold, once per the longest window",
+			sig: Signal{Quotas: []Quota{
+				{Limit: 100, HasLimit: true, Remaining: remaining, HasRemaining: true, Window: 2 * time.Second},
+				{Limit: 1000, HasLimit: true, Remaining: 500, HasRemaining: true, Window: time.Minute},
+			}},
+			want: feedback{lift: lift{share: liftGain * (float64(remaining)/100 - liftFromShare), cooldown: time.Minute + slowCooldown, backdate: slowCooldown}},
+		},
+		{
+			name: "between the brake and the lift nothing is asked",
+			sig:  Signal{Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 8, HasRemaining: true}}},
+			want: feedback{},
+		},
+		{
+			name: "one quota without headroom, or without a limit, vetoes a lift",
+			sig: Signal{Quotas: []Quota{
+				{Limit: 100, HasLimit: true, Remaining: 60, HasRemaining: true},
+				{Remaining: 60, HasRemaining: true},
+			}},
+			want: feedback{},
+		},
+		{
+			name: "a success naming a Retry-After is no ground for a lift",
+			sig:  Signal{RetryAfter: time.Second, HasRetryAfter: true, Quotas: []Quota{{Limit: 100, HasLimit: true, Remaining: 60, HasRemaining: true}}},
 			want: feedback{},
 		},
 		{
@@ -154,6 +186,44 @@ func TestAdaptLocal(t *testing.T) {
 			t.Fatalf("rate = %.3f/s, below the floor", got)
 		}
 	})
+	t.Run("a lift raises a cut bucket by the server's unused share, once per window", func(t *testing.T) {
+		up := func(share float64) feedback {
+			return feedback{lift: lift{share: share, cooldown: defaultQuotaWindow + slowCooldown, backdate: slowCooldown}}
+		}
+		_, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, hard)
+		// Within the window after the cut the reading does not show it yet.
+		if _, a2, _ := adaptLocal(0, a, has, now+sec, iv, burst, 1e9, up(0.05)); a2 != a {
+			t.Fatalf("a lift within the cut's window changed the adaptation: %+v → %+v", a, a2)
+		}
+		at := now + sec + int64(slowCooldown)
+		_, a2, has2 := adaptLocal(0, a, has, at, iv, burst, 1e9, up(0.05))
+		want := rateAt(a, true, at) + 5
+		if got := rateAt(a2, has2, at); got < want-0.1 || got > want+0.1 {
+			t.Fatalf("rate after a lift of 5 %% = %.2f/s, want %.2f", got, want)
+		}
+		if got := rateAt(a2, has2, at+sec); got < want+1.9 || got > want+2.1 {
+			t.Fatalf("rate a second after the lift = %.2f/s, want the slow recovery on from it, %.2f", got, want+2)
+		}
+		// A hard cut may follow at once; another lift only a window later.
+		if _, a3, _ := adaptLocal(0, a2, has2, at+int64(time.Millisecond), iv, burst, 1e9, hard); a3 == a2 {
+			t.Fatal("a 429 just after a lift was held off")
+		}
+		if _, a3, _ := adaptLocal(0, a2, has2, at+900*int64(time.Millisecond), iv, burst, 1e9, up(0.05)); a3 != a2 {
+			t.Fatal("a second lift within the window")
+		}
+		// A lift past the rule ends the adaptation; none touches a bucket
+		// that is not held, or held by a spread.
+		if _, _, has3 := adaptLocal(0, a2, has2, at+20*sec, iv, burst, 1e9, up(maxLift)); has3 {
+			t.Fatal("a lift past the rule left the bucket adapted")
+		}
+		if _, _, has3 := adaptLocal(0, adaptation{}, false, at, iv, burst, 1e9, up(maxLift)); has3 {
+			t.Fatal("a lift adapted a bucket that was not held")
+		}
+		tat, sp, hasSp := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, feedback{spread: 20, spreadIn: 4 * time.Second})
+		if _, sp2, _ := adaptLocal(tat, sp, hasSp, now+3*sec, iv, burst, 1e9, up(maxLift)); sp2 != sp {
+			t.Fatalf("a lift changed a spread: %+v → %+v", sp, sp2)
+		}
+	})
 	t.Run("a spread admits exactly what remains before the reset", func(t *testing.T) {
 		tat, a, has := adaptLocal(0, adaptation{}, false, now, iv, burst, 1e9, feedback{spread: 50, spreadIn: 10 * time.Second})
 		if !has {
@@ -239,6 +309,21 @@ func TestAdaptRedisSameAsLocal(t *testing.T) {
 			{advance: 200 * time.Millisecond, f: hard},
 			{advance: 100 * time.Millisecond, f: soft(0, 0)},
 			{advance: 300 * time.Millisecond, f: soft(0, 0), reserve: 4},
+		}},
+		{name: "a reported 429 cuts deeper from the rule, less from a held rate", steps: []step{
+			{f: feedbackFor(Signal{Limited: true, Quotas: []Quota{{Limit: 100, HasLimit: true, HasRemaining: true}}}, []bucket{b}), reserve: 2},
+			{advance: 400 * time.Millisecond, f: feedbackFor(Signal{Limited: true, Quotas: []Quota{{Limit: 100, HasLimit: true, HasRemaining: true}}}, []bucket{b}), reserve: 1},
+		}},
+		{name: "lifts after a cut, once per window, up to the rule", steps: []step{
+			{f: hard, reserve: 3},
+			{advance: 600 * time.Millisecond, f: soft(40, 0)},
+			{advance: 700 * time.Millisecond, f: soft(17, 0), reserve: 2},
+			{advance: 300 * time.Millisecond, f: soft(30, 0)},
+			{advance: time.Second, f: soft(13, 2*time.Second), reserve: 1},
+			{advance: 1300 * time.Millisecond, f: soft(60, 0)},
+			{advance: 2300 * time.Millisecond, f: soft(60, 0)},
+			{advance: 1300 * time.Millisecond, f: soft(60, 0), reserve: 2},
+			{advance: 1300 * time.Millisecond, f: soft(60, 0)},
 		}},
 		{name: "a spread after a cut", steps: []step{
 			{f: hard, reserve: 5},

@@ -45,7 +45,7 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response
 		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
 		t.queue.hold(bs, now, now.Add(wait))
 	}
-	if f := feedbackFor(sig, bs); !f.empty() {
+	if f := t.lifts.filter(bs, feedbackFor(sig, bs), t.clock.Now()); !f.empty() {
 		_ = t.store.adapt(context.WithoutCancel(ctx), bs, f)
 	}
 	return sig

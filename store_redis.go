@@ -498,7 +498,9 @@ func (s *redisStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
 	for _, idx := range s.groupsOrAll(bs) {
 		errs = append(errs, s.runOnBuckets(ctx, adaptScript, "adapt", bs, idx,
 			s.nowArg(), f.slow.factor, spanMicros(f.slow.cooldown, true), spanMicros(f.slow.backdate, false), fromFree,
-			f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond))
+			f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond,
+			f.lift.share, spanMicros(f.lift.cooldown, true), spanMicros(f.lift.backdate, false),
+			f.slow.heldFactor, heldBelow))
 	}
 	return errors.Join(errs...)
 }

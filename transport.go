@@ -26,6 +26,8 @@ type Transport struct {
 	rules []*compiledRule
 	store store
 	queue *waitQueue
+	// lifts gates the lifts listen sends to the store.
+	lifts *liftGate
 	clock Clock
 
 	maxWait       time.Duration
@@ -65,6 +67,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		clock:         cfg.clock,
 		maxWait:       cfg.maxWait,
 		queue:         newWaitQueue(cfg.maxQueue),
+		lifts:         newLiftGate(),
 		dialects:      cfg.dialects,
 		maxRetryAfter: cfg.maxRetryAfter,
 		retry:         cfg.retry.withDefaults(),

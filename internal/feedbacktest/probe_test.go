@@ -83,15 +83,16 @@ func watchBucket(t *testing.T, rs *redistest.Server, key string, epoch time.Time
 	return stop
 }
 
-// adaptedRate decodes a bucket value "tat rate0 t0 slope until" (see
-// bucket.lua) and returns the rate in force at now (µs), or false when the
-// bucket is not adapted.
+// adaptedRate decodes a bucket value "tat rate0 t0 slope until [hold]"
+// (see bucket.lua) and returns the rate in force at now (µs), or false when
+// the bucket is not adapted (a value with a hold and no adaptation has
+// until 0).
 func adaptedRate(v string, now int64) (float64, bool) {
 	f := strings.Fields(v)
-	if len(f) != 5 {
+	if len(f) != 5 && len(f) != 6 {
 		return 0, false
 	}
-	var n [5]float64
+	var n [6]float64
 	for i, s := range f {
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil {

@@ -1,6 +1,8 @@
 package feedbacktest
 
 import (
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fleettest"
@@ -46,4 +48,21 @@ func (d dialect) quota(limit int, window time.Duration) fleettest.Quota {
 		IETFHeaders:      d == ietfHeaders,
 		RateLimitHeaders: d == xRateLimitHeaders,
 	}
+}
+
+// exhausted returns the headers of a 429 of the quota of dialect d, limit
+// requests per window, when it is spent and its next slot frees within the
+// second: what quota answers such a request with.
+func (d dialect) exhausted(limit int, window time.Duration) http.Header {
+	h := http.Header{"Retry-After": {"1"}}
+	switch d {
+	case ietfHeaders:
+		h.Set("RateLimit-Policy", `"default";q=`+strconv.Itoa(limit)+`;w=`+strconv.Itoa(int((window+time.Second-1)/time.Second)))
+		h.Set("RateLimit", `"default";r=0;t=1`)
+	case xRateLimitHeaders:
+		h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", "1")
+	}
+	return h
 }

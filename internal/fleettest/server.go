@@ -132,6 +132,13 @@ func RespondNth(k int, r Response) ServerOption {
 	return serverOptionFunc(func(s *Server) { s.nth[k] = r })
 }
 
+// RespondNthOfFleet is [RespondNth] counting only the fleet's arrivals
+// (those of a worker, not of the outside consumer or an unknown sender):
+// the k-th of them is answered r, and does not count against a [Quota].
+func RespondNthOfFleet(k int, r Response) ServerOption {
+	return serverOptionFunc(func(s *Server) { s.nthFleet[k] = r })
+}
+
 // WithQuota makes the server enforce q.
 func WithQuota(q Quota) ServerOption {
 	return serverOptionFunc(func(s *Server) { s.quota = q })
@@ -148,12 +155,14 @@ type Server struct {
 	// URL is the server's base URL, such as http://127.0.0.1:1234.
 	URL string
 
-	srv   *httptest.Server
-	epoch time.Time // carries a monotonic reading: offsets use it
-	nth   map[int]Response
-	quota Quota
+	srv      *httptest.Server
+	epoch    time.Time // carries a monotonic reading: offsets use it
+	nth      map[int]Response
+	nthFleet map[int]Response
+	quota    Quota
 
 	mu       sync.Mutex
+	fleetSeq int // the fleet's arrivals so far, for nthFleet
 	arrivals []Arrival
 	accepted []time.Duration // arrival times of accepted requests, for the quota
 }
@@ -161,7 +170,7 @@ type Server struct {
 // NewServer starts a recording server, closed by t.Cleanup.
 func NewServer(t testing.TB, opts ...ServerOption) *Server {
 	t.Helper()
-	s := &Server{nth: make(map[int]Response)}
+	s := &Server{nth: make(map[int]Response), nthFleet: make(map[int]Response)}
 	for _, o := range opts {
 		o.apply(s)
 	}
@@ -213,6 +222,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	seq := len(s.arrivals) + 1
 	resp, scripted := s.nth[seq]
+	if worker >= 0 {
+		s.fleetSeq++
+		if r, ok := s.nthFleet[s.fleetSeq]; ok && !scripted {
+			resp, scripted = r, true
+		}
+	}
 	if !scripted {
 		resp = s.applyQuotaLocked(at)
 	}
