@@ -285,8 +285,7 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 			anchor += max(0, min(free-now, int64(r0/(2*slope)*unitsPerSecond)))
 		}
 		back := int64(f.slow.backdate.Seconds() * unitsPerSecond)
-		a = adaptation{rate0: r0 - slope*float64(back)/unitsPerSecond, t0: anchor - back, slope: slope,
-			until: anchor + int64((ruleRate-r0)/slope*unitsPerSecond)}
+		a = climb(r0, anchor, back, slope, ruleRate, unitsPerSecond)
 		has = true
 	}
 	if f.lift.share > 0 && has && a.slope > 0 && float64(now-a.t0) >= f.lift.cooldown.Seconds()*unitsPerSecond {
@@ -297,8 +296,7 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 			has = false
 		} else {
 			back := int64(f.lift.backdate.Seconds() * unitsPerSecond)
-			a = adaptation{rate0: r - a.slope*float64(back)/unitsPerSecond, t0: now - back, slope: a.slope,
-				until: now + int64((ruleRate-r)/a.slope*unitsPerSecond)}
+			a = climb(r, now, back, a.slope, ruleRate, unitsPerSecond)
 		}
 	}
 	if f.spreadIn > 0 && f.spread > 0 {
@@ -316,6 +314,15 @@ func adaptLocal(tat int64, a adaptation, has bool, now, iv, burst int64, unitsPe
 		}
 	}
 	return tat, a, has
+}
+
+// climb returns the adaptation whose rate is r at time at and climbs by
+// slope per second until it reaches ruleRate, with its t0 placed back
+// before at (the line is the same from whichever point it is referenced).
+// It is climb in adapt.lua.
+func climb(r float64, at, back int64, slope, ruleRate, unitsPerSecond float64) adaptation {
+	return adaptation{rate0: r - slope*float64(back)/unitsPerSecond, t0: at - back, slope: slope,
+		until: at + int64((ruleRate-r)/slope*unitsPerSecond)}
 }
 
 func (s *localStore) adapt(_ context.Context, bs []bucket, f feedback) error {

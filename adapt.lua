@@ -32,6 +32,13 @@
 --
 -- Reply: the number of buckets changed.
 
+-- climb returns the adaptation whose rate is r at time at and climbs by
+-- slope per second until it reaches ruleRate, with its t0 placed back µs
+-- before at (climb in adapt.go).
+local function climb(r, at, back, slope, ruleRate)
+  return {r - slope * back / 1000000, at - back, slope, at + math.floor((ruleRate - r) / slope * 1000000)}
+end
+
 local now = now_us(ARGV[1])
 local slow, cooldown, back, fromFree = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
 local spread, spreadIn = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -58,7 +65,7 @@ for i = 1, #KEYS do
       local free = tat - (burst - 1) * curIv
       anchor = anchor + math.max(0, math.min(free - now, math.floor(r0 / (2 * slope) * 1000000)))
     end
-    a = {r0 - slope * back / 1000000, anchor - back, slope, anchor + math.floor((ruleRate - r0) / slope * 1000000)}
+    a = climb(r0, anchor, back, slope, ruleRate)
   end
   -- Only a cut climbs (a spread's slope is 0: it holds until the server's
   -- reset, which the lift's reading knows nothing of).
@@ -67,7 +74,7 @@ for i = 1, #KEYS do
     if r >= ruleRate then
       a = nil
     else
-      a = {r - a[3] * liftBack / 1000000, now - liftBack, a[3], now + math.floor((ruleRate - r) / a[3] * 1000000)}
+      a = climb(r, now, liftBack, a[3], ruleRate)
     end
   end
   if spreadIn > 0 and spread > 0 then

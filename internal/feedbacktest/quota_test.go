@@ -44,18 +44,19 @@ const (
 //
 // With only Retry-After on 429s the fleet has nothing to learn from but the
 // 429s themselves; that case is logged for the record and held to looser
-// bounds, what the design reliably gives there: see runQuota.
+// bounds, what the design reliably gives there: see checkQuotaUse.
 func TestFleetSharesQuota(t *testing.T) {
 	for _, tc := range []struct {
 		dialect dialect
-		strict  bool // the issue's bounds apply
+		bounds  bounds
 	}{
-		{ietfHeaders, true},
-		{xRateLimitHeaders, true},
-		{retryAfterOnly, false},
+		{ietfHeaders, issueBounds},
+		{xRateLimitHeaders, issueBounds},
+		{retryAfterOnly, looseBounds},
 	} {
 		t.Run(tc.dialect.String(), func(t *testing.T) {
-			runQuota(t, tc.dialect, tc.strict)
+			arrivals, begin := runQuotaFleet(t, tc.dialect)
+			checkQuotaUse(t, tc.dialect, arrivals, begin+quotaSettle, begin+quotaRun, tc.bounds)
 		})
 	}
 }
@@ -96,11 +97,6 @@ const (
 	lateRecover = 3 * time.Second
 	lateMeasure = 5 * time.Second
 )
-
-func runQuota(t *testing.T, d dialect, strict bool) {
-	arrivals, begin := runQuotaFleet(t, d)
-	checkQuotaUse(t, d, arrivals, begin+quotaSettle, begin+quotaRun, boundsFor(strict))
-}
 
 // runQuotaFleet runs the shared-quota scenario, logs what the server saw,
 // and returns it with the fleet's start as an offset from its epoch.
@@ -165,13 +161,6 @@ const (
 	issueBounds bounds = iota // the issue's: < 1 % rejected, ≥ 90 % used
 	looseBounds               // Retry-After only: see checkQuotaUse
 )
-
-func boundsFor(strict bool) bounds {
-	if strict {
-		return issueBounds
-	}
-	return looseBounds
-}
 
 // checkQuotaUse holds the fleet's arrivals in [from, to) to the bounds.
 func checkQuotaUse(t *testing.T, d dialect, all fleettest.Arrivals, from, to time.Duration, b bounds) {
