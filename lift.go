@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,10 @@ type liftGate struct {
 	// buckets maps a bucket key to this process's last hard cut of it and
 	// the earliest time it may send a lift, Unix nanoseconds.
 	buckets map[string]liftState
+	// tracked is len(buckets), read without mu: a lift for a process
+	// that cut nothing, nearly every response's case, is dropped without
+	// the lock.
+	tracked atomic.Int32
 }
 
 type liftState struct {
@@ -38,12 +43,16 @@ func newLiftGate() *liftGate { return &liftGate{buckets: make(map[string]liftSta
 // filter returns f as the store should get it at now, for buckets bs: cuts
 // are recorded and pass, and a lift passes only where due (see liftGate).
 func (g *liftGate) filter(bs []bucket, f feedback, now time.Time) feedback {
-	if f.slow.factor == 0 && f.lift.share == 0 {
+	if f.slow.factor == 0 && (f.lift.share == 0 || g.tracked.Load() == 0) {
+		f.lift = lift{}
 		return f
 	}
 	at := now.UnixNano()
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer func() {
+		g.tracked.Store(int32(len(g.buckets)))
+		g.mu.Unlock()
+	}()
 	if f.slow.factor > 0 && !f.slow.fromFree {
 		// A brake: the fleet is at the quota's edge again, so whatever
 		// a hard cut took too much is won back; the slow recovery and
