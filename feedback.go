@@ -31,7 +31,7 @@ func WithMaxRetryAfter(d time.Duration) Option {
 // a waiter of a replica that books nothing in the meantime still goes.
 func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response) Signal {
 	sig := ParseSignal(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfter, t.dialects...)
-	if len(bs) == 0 {
+	if len(bs) == 0 || t.noFeedback {
 		return sig
 	}
 	if wait, ok := pauseFor(sig); ok && wait > 0 {

@@ -45,6 +45,8 @@ type config struct {
 	dialects      []Dialect
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
+	// noFeedback, set by WithoutFeedback, leaves buckets to their rules.
+	noFeedback bool
 	// redis, when it has a client (WithRedis), makes the store shared by
 	// the fleet.
 	redis redisSettings
@@ -107,4 +109,13 @@ func WithClock(c Clock) Option {
 		}
 		cfg.clock = c
 	})
+}
+
+// WithoutFeedback makes the Transport ignore what responses say about the
+// server's limits: no response pauses or slows a bucket. Rules alone then
+// pace requests, which is the baseline that reading the server's answers
+// must never fall below (docs/FEEDBACK.md). Retries still follow the
+// [RetryPolicy], which reads Retry-After for its own delay.
+func WithoutFeedback() Option {
+	return optionFunc(func(c *config) { c.noFeedback = true })
 }

@@ -34,6 +34,7 @@ type Transport struct {
 	dialects      []Dialect
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
+	noFeedback    bool
 	err           error // a configuration error, returned by every RoundTrip
 }
 
@@ -71,6 +72,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		dialects:      cfg.dialects,
 		maxRetryAfter: cfg.maxRetryAfter,
 		retry:         cfg.retry.withDefaults(),
+		noFeedback:    cfg.noFeedback,
 	}
 	if t.err = errors.Join(cfg.errs...); t.err != nil {
 		return t

@@ -53,6 +53,10 @@ type WorkerConfig struct {
 	// retries. Zero keeps the transport's default policy (retries on).
 	MaxAttempts int `json:"max_attempts,omitempty"`
 
+	// NoFeedback passes throttle.WithoutFeedback: the rules alone pace the
+	// worker, the baseline that header reading is compared with.
+	NoFeedback bool `json:"no_feedback,omitempty"`
+
 	// Knobs for the outage issue (5) whose options do not exist yet. The
 	// worker applies none of them itself: a test that sets one must give
 	// [DispatchWorker] an [OptionsFunc] that turns it into options, or the

@@ -207,6 +207,9 @@ func transportOptions(cfg WorkerConfig, extra OptionsFunc) ([]throttle.Option, e
 	if cfg.MaxQueue > 0 {
 		opts = append(opts, throttle.WithMaxQueue(cfg.MaxQueue))
 	}
+	if cfg.NoFeedback {
+		opts = append(opts, throttle.WithoutFeedback())
+	}
 	if cfg.MaxAttempts > 0 {
 		opts = append(opts, throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: cfg.MaxAttempts}))
 	}
