@@ -14,9 +14,10 @@ type store interface {
 	// reserve books one slot in every bucket of bs, all or nothing, if the
 	// request can depart within maxWait, and returns the wait until it may
 	// depart. Each bucket is booked at the request's earliest time in it;
-	// the request departs at the latest of those times. When the wait would exceed maxWait nothing is booked and the
-	// reservation has ok false and the wait that would have been needed.
-	// An error means the store could not decide; nothing was booked.
+	// the request departs at the latest of those times. When the wait
+	// would exceed maxWait nothing is booked and the reservation has ok
+	// false and the wait that would have been needed. An error means the
+	// store could not decide; nothing was booked.
 	reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error)
 
 	// refund gives back the slots of r in every bucket where they are still
@@ -28,10 +29,27 @@ type store interface {
 	// next request departs no earlier, and the bucket refills from empty.
 	pause(ctx context.Context, bs []bucket, d time.Duration) error
 
-	// adapt applies the server's feedback to every bucket of bs: it may
-	// slow a bucket below its rule for a while, never speed it up (see
-	// adapt.go).
-	adapt(ctx context.Context, bs []bucket, f feedback) error
+	// limit caps bucket b as c says, from the store's now, replacing any
+	// cap in force; it never loosens the rule. While a cap (even one of
+	// rate 0, which caps nothing) is in force, the store counts the units
+	// the replicas report sent in the bucket (bucket.sent, added when a
+	// request is booked) and reports the count with every reservation
+	// (reservation.counts): the fleet's own traffic, which quotaview.go
+	// sets against what the server says it counted.
+	limit(ctx context.Context, b bucket, c capSpec) error
+
+	// held returns how long a pause (see pause) still holds any bucket of
+	// bs, or 0.
+	held(ctx context.Context, bs []bucket) (time.Duration, error)
+}
+
+// capSpec is a cap for store.limit: rate units of cost per second from the
+// store's now (0: no cap, count only), climbing by slope per second, for
+// span.
+type capSpec struct {
+	rate  float64
+	slope float64
+	span  time.Duration
 }
 
 // bucket is one bucket a request needs, with the parameters of its rule.
@@ -44,6 +62,14 @@ type bucket struct {
 	// lateness is how late after its slot a waiter may still leave: the
 	// jitter the rule's headroom pays for (see compileRules).
 	lateness time.Duration
+	// quota is the rule's Limit as written (Rate per Period) and the
+	// headroom: what quotaview.go reads the server's answers against.
+	quota    Limit
+	headroom float64
+	// sent is the units of cost this process sent in the bucket since it
+	// last reported them to the store: reserve adds them to the bucket's
+	// count (see store.limit) when it books the request.
+	sent int64
 }
 
 // reservation is a store's answer to reserve.
@@ -61,6 +87,12 @@ type reservation struct {
 	// leave later than the bucket counted it; the Transport books it at the
 	// departure, in a second call.
 	prev, booked []int64
+	// counts holds, for each bucket the store counts (see store.limit), 1
+	// plus the units the fleet reported sent in it so far, this request's
+	// report (bucket.sent) included; 0 for a bucket not counted or
+	// deferred. It may be nil when none is counted. Only differences of
+	// counts mean anything.
+	counts []int64
 	// held, when not 0, is how long from the store's decision a pause
 	// lasts in one of the buckets (the latest end, if several): one that a
 	// response told this process or another replica of (store.pause). The
@@ -68,6 +100,14 @@ type reservation struct {
 	// after it (waitQueue.hold). The Redis store reports it; the local
 	// store, whose one process already holds its waiters, does not.
 	held time.Duration
+}
+
+// count returns the count of bucket i (see counts), or 0.
+func (r *reservation) count(i int) int64 {
+	if i < len(r.counts) {
+		return r.counts[i]
+	}
+	return 0
 }
 
 // deferred returns the buckets of r not booked yet, or nil.

@@ -310,21 +310,36 @@ func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration)
 	return nil
 }
 
-// adapt passes the server's feedback to the shared buckets. During an
-// outage it is dropped: the local buckets run at this replica's share of
-// the rule, already below it, and the shared bucket learns again from the
-// next responses once Redis is back.
-func (f *fallbackStore) adapt(ctx context.Context, bs []bucket, fb feedback) error {
+// limit passes a cap to the shared buckets. During an outage it is
+// dropped: the local buckets run at this replica's share of the rule,
+// already below it, and the shared bucket learns again from the next
+// responses once Redis is back.
+func (f *fallbackStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	if !f.brk.closed() {
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f.primary.adapt(ctx, bs, fb)
+		return struct{}{}, f.primary.limit(ctx, b, c)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
 	return err
+}
+
+// held asks the shared buckets; during an outage this replica's own
+// pauses (listen) are all it knows, and they hold its waiters already.
+func (f *fallbackStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+	if !f.brk.closed() {
+		return 0, nil
+	}
+	d, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (time.Duration, error) {
+		return f.primary.held(ctx, bs)
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	return d, err
 }
 
 // timedOut marks err as errRedisTimeout when cctx, bounded by timeout

@@ -81,11 +81,18 @@ func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return s.inner.pause(ctx, bs, d)
 }
 
-func (s *flakyStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
+func (s *flakyStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.inner.adapt(ctx, bs, f)
+	return s.inner.limit(ctx, b, c)
+}
+
+func (s *flakyStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+	if err := s.wait(ctx); err != nil {
+		return 0, err
+	}
+	return s.inner.held(ctx, bs)
 }
 
 func (s *flakyStore) set(failing bool) {

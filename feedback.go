@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"fmt"
+	"os"
 	"context"
 	"net/http"
 	"time"
@@ -21,48 +23,52 @@ func WithMaxRetryAfter(d time.Duration) Option {
 }
 
 // listen reads what a response says about the server's limits and acts on
-// it for the whole fleet: a response that names a time to come back, or
-// reports a quota exhausted until its reset, pauses every bucket of the
-// request until then, in the store, so that every replica holds back; and
-// the waiters of this process that booked their slots before the pause
-// book again after it (waitQueue.hold). With the Redis store the pause's
-// end is kept in the buckets too, and every replica that books them before
-// it ends learns of it and holds its own waiters alike (reservation.held);
-// a waiter of a replica that books nothing in the meantime still goes.
-func (t *Transport) listen(ctx context.Context, bs []bucket, resp *http.Response) Signal {
+// it for the whole fleet (see quotaview.go): a response that names a time
+// to come back, a rejection that names none, or a fixed window reported
+// exhausted until its reset, pauses every bucket of the request, in the
+// store, so that every replica holds back; and the waiters of this process
+// that booked their slots before the pause book again after it
+// (waitQueue.hold). With the Redis store the pause's end is kept in the
+// buckets too, and every replica that books them before it ends learns of
+// it and holds its own waiters alike (reservation.held). A response that
+// reports what remains of a quota, or a rejection, may cap a bucket's rate
+// at what the server leaves the fleet (store.limit).
+func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *http.Response) Signal {
 	sig := ParseSignal(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfter, t.dialects...)
 	if len(bs) == 0 || t.noFeedback {
 		return sig
 	}
-	if wait, ok := pauseFor(sig); ok && wait > 0 {
-		// The pause must land even if the caller gave up meanwhile: the
-		// server's answer concerns the whole fleet, not this request.
-		// Its end here is reckoned from before the store's call, so that
-		// it comes no later than the store's: a slot booked after the
-		// pause is not held back (waitQueue.heldLocked allows the
+	now := t.clock.Now()
+	act := t.views.read(bs, bk, sig, now.UnixNano())
+	// The store calls must land even if the caller gave up meanwhile:
+	// the server's answer concerns the whole fleet, not this request.
+	ctx = context.WithoutCancel(ctx)
+	if act.pause > 0 {
+		// The pause's end here is reckoned from before the store's call,
+		// so that it comes no later than the store's: a slot booked after
+		// the pause is not held back (waitQueue.heldLocked allows the
 		// lateness tolerance for the rest).
-		now := t.clock.Now()
-		_ = t.store.pause(context.WithoutCancel(ctx), bs, wait)
-		t.queue.hold(bs, now, now.Add(wait))
+		_ = t.store.pause(ctx, bs, act.pause)
+		t.queue.hold(bs, now, now.Add(act.pause))
+		t.views.paused(bs, now.Add(act.pause).UnixNano(), now.UnixNano())
 	}
-	if f := t.lifts.filter(bs, feedbackFor(sig, bs), t.clock.Now()); !f.empty() {
-		_ = t.store.adapt(context.WithoutCancel(ctx), bs, f)
+	if debugFeedback {
+		fmt.Fprintf(debugOut, "DBG %d %s status=%d quotas=%v pause=%v caps=%+v counts=%v\n", now.UnixMilli()%100000, bs[0].key, resp.StatusCode, sig.Quotas, act.pause, act.caps, bk.counts)
+	}
+	for _, c := range act.caps {
+		// A failed call leaves the bucket to its rule, or to the cap in
+		// force: the next reading tries again.
+		_ = t.store.limit(ctx, bs[c.i], c.spec)
 	}
 	return sig
 }
 
-// pauseFor returns the pause sig asks for: its [Signal.Wait], except when a
-// successful response (no rejection, no Retry-After) reports a quota
-// exhausted until a reset of a second or less. A reset comes in whole
-// seconds, so such a report means "a slot frees within the second", which
-// a strict sliding window says on every response near its limit; pausing
-// the fleet for it would cost up to a second of the quota each time.
-// feedbackFor cuts the rate instead, and if the next request is rejected,
-// the rejection's own Retry-After pauses the fleet.
-func pauseFor(sig Signal) (time.Duration, bool) {
-	wait, ok := sig.Wait()
-	if !ok || (!sig.Limited && !sig.HasRetryAfter && wait <= minSpreadReset) {
-		return 0, false
+var debugFeedback = os.Getenv("THROTTLE_DEBUG_FEEDBACK") != ""
+
+var debugOut = func() *os.File {
+	if !debugFeedback {
+		return nil
 	}
-	return wait, true
-}
+	f, _ := os.OpenFile(os.Getenv("THROTTLE_DEBUG_FEEDBACK"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return f
+}()

@@ -48,14 +48,17 @@ func TestRedisHeldReported(t *testing.T) {
 	}
 	check("one bucket, rejected", one, 0)
 	check("two buckets, one paused", two, time.Second)
-	// A refund and an adaptation keep the hold in the bucket.
+	// A refund and a cap keep the hold in the bucket, and hold.lua reads it.
 	if err := b.refund(ctx, &r); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.adapt(ctx, one, feedback{slow: cut{factor: 0.5, cooldown: time.Second}}); err != nil {
+	if err := b.limit(ctx, one[0], capSpec{rate: 5, span: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	check("after a refund and an adaptation", one, 0)
+	check("after a refund and a cap", one, 0)
+	if h, err := b.held(ctx, two); err != nil || h <= 0 || h > pause {
+		t.Errorf("held = %v, %v; want the pause's remaining part of %v", h, err, pause)
+	}
 
 	time.Sleep(pause)
 	if r, err := b.reserve(ctx, two, 2*time.Second); err != nil || r.held != 0 {
@@ -101,7 +104,7 @@ func TestRedisPauseReachesOtherReplicas(t *testing.T) {
 	}
 	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody, Request: req}
 	paused := time.Now()
-	a.listen(ctx, bs, resp)
+	a.listen(ctx, bs, booking{}, resp)
 	pauseEnd := paused.Add(time.Second)
 
 	// B books once more: the reply tells it of the pause.

@@ -125,12 +125,13 @@ func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wai
 	return wait, true
 }
 
-// adaptation holds a bucket below its rule's rate for a while, as learned
-// from the server (see feedback.go): the rate is rate0 at time t0, climbs by
-// slope per second, and the adaptation ends when it reaches the rule's rate
-// or at until, whichever comes first. Times are in the store's units (ns
-// locally, µs in Redis), rates in units of cost per second.
-type adaptation struct {
+// rateCap holds a bucket below its rule's rate while the server's answers
+// say the fleet has less room than the rule (see quotaview.go): the rate is
+// rate0 at time t0 and climbs by slope per second, until until. A rate0 of
+// 0 caps nothing: the bucket is then only counted (see store.limit). Times
+// are in the store's units (ns locally, µs in Redis), rates in units of
+// cost per second.
+type rateCap struct {
 	rate0 float64
 	t0    int64
 	slope float64
@@ -139,8 +140,8 @@ type adaptation struct {
 
 // intervalAt returns the emission interval in force at now for a bucket
 // whose rule has interval iv, given unitsPerSecond store time units per
-// second (1e9 locally, 1e6 in Redis). An adaptation never loosens a rule.
-func (a adaptation) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
+// second (1e9 locally, 1e6 in Redis). A cap never loosens a rule.
+func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
 	if now >= a.until {
 		return iv
 	}

@@ -20,7 +20,7 @@ local now = now_us(ARGV[1])
 local untilT = now + tonumber(ARGV[2])
 local moved = 0
 for i = 1, #KEYS do
-  local tat, a, _, hold = load(KEYS[i], now)
+  local tat, a, _, hold, n = load(KEYS[i], now)
   local iv = interval(tonumber(ARGV[2 * i + 1]), a, now)
   local held = untilT + (tonumber(ARGV[2 * i + 2]) - 1) * iv
   if held > tat then
@@ -30,6 +30,6 @@ for i = 1, #KEYS do
   if untilT > now and (not hold or untilT > hold) then
     hold = untilT
   end
-  save(KEYS[i], tat, a, now, hold)
+  save(KEYS[i], tat, a, now, hold, n)
 end
 return moved

@@ -149,6 +149,7 @@ type compiledRule struct {
 	interval time.Duration // emission interval per unit of cost, after headroom
 	burst    int64
 	lateness time.Duration // see bucket.lateness
+	headroom float64
 }
 
 // compileRules validates rules and works out their bucket parameters.
@@ -183,7 +184,7 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 		if iv <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst), lateness: latenessFor(r.Limit, iv, headroom)})
+		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst), lateness: latenessFor(r.Limit, iv, headroom), headroom: headroom})
 	}
 	return out, nil
 }

@@ -22,7 +22,8 @@ type localStore struct {
 
 	mu        sync.Mutex
 	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
-	adapts    map[string]adaptation
+	caps      map[string]rateCap
+	counts    map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
 	sweepSize int   // sweep when the map reaches this size
 	sweptAt   int64 // time of the last sweep
 }
@@ -31,7 +32,8 @@ func newLocalStore(c Clock) *localStore {
 	return &localStore{
 		clock:     c,
 		tats:      make(map[string]int64),
-		adapts:    make(map[string]adaptation),
+		caps:      make(map[string]rateCap),
+		counts:    make(map[string]int64),
 		sweepSize: sweepMinSize,
 		sweptAt:   c.Now().UnixNano(),
 	}
@@ -63,6 +65,9 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	r.ok = true
 	r.prev = make([]int64, len(bs))
 	r.booked = make([]int64, len(bs))
+	if len(s.caps) > 0 {
+		r.counts = make([]int64, len(bs))
+	}
 	for i, b := range bs {
 		prev := s.tats[b.key]
 		iv := s.intervalLocked(b, now)
@@ -73,9 +78,39 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 		r.prev[i] = prev
 		r.booked[i] = gcraBook(prev, at, iv, b.cost)
 		s.tats[b.key] = r.booked[i]
+		if r.counts != nil && s.cappedLocked(b.key, now) {
+			s.counts[b.key] += b.sent
+			r.counts[i] = s.counts[b.key]
+		}
 	}
 	return r, nil
 }
+
+// cappedLocked reports whether a cap is in force for key at now, dropping
+// one that has ended (and its count, as Redis does). s.mu must be held.
+func (s *localStore) cappedLocked(key string, now int64) bool {
+	a, ok := s.caps[key]
+	if ok && a.until <= now {
+		delete(s.caps, key)
+		delete(s.counts, key)
+		return false
+	}
+	return ok
+}
+
+func (s *localStore) limit(_ context.Context, b bucket, c capSpec) error {
+	now := s.clock.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.cappedLocked(b.key, now) {
+		s.counts[b.key] = 1 // as limit.lua: a counted bucket never reports 0
+	}
+	s.caps[b.key] = rateCap{rate0: c.rate, t0: now, slope: c.slope, until: satAdd(now, int64(max(c.span, 1)))}
+	return nil
+}
+
+// held is always 0: in one process, listen holds the waiters itself.
+func (s *localStore) held(context.Context, []bucket) (time.Duration, error) { return 0, nil }
 
 func (s *localStore) refund(_ context.Context, r *reservation) error {
 	s.mu.Lock()
@@ -100,12 +135,12 @@ func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) erro
 }
 
 // intervalLocked returns the emission interval in force for b at now: the
-// rule's, or slower while the server's feedback holds the bucket back.
+// rule's, or slower while a cap holds the bucket back (see store.limit).
 // s.mu must be held.
 func (s *localStore) intervalLocked(b bucket, now int64) int64 {
 	iv := int64(b.interval)
-	if len(s.adapts) > 0 {
-		if a, ok := s.adapts[b.key]; ok {
+	if len(s.caps) > 0 {
+		if a, ok := s.caps[b.key]; ok {
 			iv = a.intervalAt(iv, now, 1e9)
 		}
 	}
@@ -125,13 +160,14 @@ func (s *localStore) maybeSweep(now int64) {
 		}
 	}
 	s.tats = live
-	adapts := make(map[string]adaptation)
-	for k, a := range s.adapts {
+	caps := make(map[string]rateCap)
+	counts := make(map[string]int64)
+	for k, a := range s.caps {
 		if a.until > now {
-			adapts[k] = a
+			caps[k], counts[k] = a, s.counts[k]
 		}
 	}
-	s.adapts = adapts
+	s.caps, s.counts = caps, counts
 	s.sweepSize = max(2*len(live), sweepMinSize)
 	s.sweptAt = now
 }

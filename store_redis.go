@@ -45,9 +45,13 @@ var (
 	pauseLua    string
 	pauseScript = redis.NewScript(bucketLua + pauseLua)
 
-	//go:embed adapt.lua
-	adaptLua    string
-	adaptScript = redis.NewScript(bucketLua + adaptLua)
+	//go:embed limit.lua
+	limitLua    string
+	limitScript = redis.NewScript(bucketLua + limitLua)
+
+	//go:embed hold.lua
+	holdLua    string
+	holdScript = redis.NewScript(bucketLua + holdLua)
 )
 
 // errRedisReply reports a script reply of an unexpected shape: a Redis (or
@@ -121,9 +125,9 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 		return
 	}
 	n := len(c.bs)
-	tats := make([]int64, 2*n)
-	r := reservation{buckets: c.bs, prev: tats[:n:n], booked: tats[n:]}
-	ok, _, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, c.beat)
+	tats := make([]int64, 3*n)
+	r := reservation{buckets: c.bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
+	ok, _, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, r.counts, c.beat)
 	if perr != nil || !ok {
 		return
 	}
@@ -284,22 +288,24 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 			return s.reserveSplit(ctx, bs, groups, maxWait)
 		}
 	}
-	tats := make([]int64, 2*len(bs))
-	r := reservation{buckets: bs, prev: tats[:len(bs):len(bs)], booked: tats[len(bs):]}
-	ok, wait, limiter, held, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, beat)
+	n := len(bs)
+	tats := make([]int64, 3*n)
+	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
+	ok, wait, limiter, held, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, r.counts, beat)
 	if err != nil {
 		return reservation{}, err
 	}
 	r.ok, r.wait, r.limiter = ok, time.Duration(wait)*time.Microsecond, limiter
 	r.held = time.Duration(held) * time.Microsecond
 	if !ok {
-		r.prev, r.booked = nil, nil
+		r.prev, r.booked, r.counts = nil, nil, nil
 	}
 	return r, nil
 }
 
 // reserveGroup runs reserve.lua for buckets bs. When booked it fills prev
-// and booked with the buckets' TATs. limiter indexes bs. With beat set
+// and booked with the buckets' TATs, and counts with their counts (see
+// reservation.counts). limiter indexes bs. With beat set
 // (the caller won s.hb.due, and bs share the replica set's hash tag) the
 // call also carries this replica's heartbeat and records the live count.
 //
@@ -310,8 +316,8 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 // *string without boxing); the batcher sends it alone or in one pipeline
 // with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
 // does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
-	nk, nn := len(bs), 3+4*len(bs)
+func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked, counts []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
+	nk, nn := len(bs), 3+5*len(bs)
 	if beat {
 		// The replica set; room for the id and the TTL in the
 		// arguments (nums[nn-2] stays unused: the id goes by pointer).
@@ -336,10 +342,10 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 	c.nums[1], c.nums[2] = maxWait, floor
 	c.args = append(c.args, &c.nums[1], &c.nums[2])
 	for i := range bs {
-		j := 3 + 4*i
+		j := 3 + 5*i
 		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
-		c.nums[j+3] = spanMicros(bs[i].lateness, false)
-		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3])
+		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].lateness, false), bs[i].sent
+		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 	}
 	if beat {
 		_, c.nums[nn-1] = s.hb.args()
@@ -359,11 +365,11 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 	if err != nil {
 		return false, 0, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
 	}
-	return s.parseReserve(reply, bs, prev, booked, beat)
+	return s.parseReserve(reply, bs, prev, booked, counts, beat)
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
+func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked, counts []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
 	bad := func(what string) (bool, int64, int, int64, error) {
 		return false, 0, 0, 0, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
@@ -392,10 +398,11 @@ func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked []int6
 		return false, wait, int(lim), held, nil
 	}
 	for i := range bs {
-		var okP, okB bool
+		var okP, okB, okN bool
 		prev[i], rest, okP = nextInt(rest)
 		booked[i], rest, okB = nextInt(rest)
-		if !okP || !okB {
+		counts[i], rest, okN = nextInt(rest)
+		if !okP || !okB || !okN {
 			return bad(fmt.Sprintf(" for %d buckets", len(bs)))
 		}
 	}
@@ -486,23 +493,40 @@ func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return errors.Join(errs...)
 }
 
-func (s *redisStore) adapt(ctx context.Context, bs []bucket, f feedback) error {
-	if f.empty() {
-		return nil
+func (s *redisStore) limit(ctx context.Context, b bucket, c capSpec) error {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	span := max(spanMicros(c.span, true), 1)
+	if err := limitScript.Run(cctx, s.rdb, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span).Err(); err != nil {
+		return fmt.Errorf("throttle: redis limit: %w", err)
 	}
-	fromFree := 0
-	if f.slow.fromFree {
-		fromFree = 1
-	}
-	var errs []error
+	return nil
+}
+
+func (s *redisStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+	var held int64
 	for _, idx := range s.groupsOrAll(bs) {
-		errs = append(errs, s.runOnBuckets(ctx, adaptScript, "adapt", bs, idx,
-			s.nowArg(), f.slow.factor, spanMicros(f.slow.cooldown, true), spanMicros(f.slow.backdate, false), fromFree,
-			f.spread, spanMicros(f.spreadIn, false), minRateFraction, recoverPerSecond,
-			f.lift.share, spanMicros(f.lift.cooldown, true), spanMicros(f.lift.backdate, false),
-			f.slow.heldFactor, heldBelow))
+		n := len(bs)
+		if idx != nil {
+			n = len(idx)
+		}
+		keys := make([]string, 0, n)
+		for j := range n {
+			i := j
+			if idx != nil {
+				i = idx[j]
+			}
+			keys = append(keys, s.key(&bs[i]))
+		}
+		cctx, cancel := s.call(ctx)
+		h, err := holdScript.Run(cctx, s.rdb, keys, s.nowArg()).Int64()
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("throttle: redis hold: %w", err)
+		}
+		held = max(held, h)
 	}
-	return errors.Join(errs...)
+	return time.Duration(held) * time.Microsecond, nil
 }
 
 // groupsOrAll returns the tag groups of bs when they may be split, or one
@@ -519,7 +543,7 @@ func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
 	return [][]int{nil}
 }
 
-// runOnBuckets runs script (pause.lua or adapt.lua) on the buckets of bs at
+// runOnBuckets runs script (pause.lua) on the buckets of bs at
 // indices idx, or all of them when idx is nil: ARGV is head, then each
 // bucket's interval in µs and burst.
 func (s *redisStore) runOnBuckets(ctx context.Context, script *redis.Script, what string, bs []bucket, idx []int, head ...any) error {
@@ -581,8 +605,8 @@ outer:
 // departs at that later time.
 func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
 	n := len(bs)
-	tats := make([]int64, 2*n)
-	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n:]}
+	tats := make([]int64, 3*n)
+	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
 	maxUs := spanMicros(maxWait, false)
 	sub := make([][]bucket, len(groups))
 	var floor, held int64
@@ -592,7 +616,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 		for j, i := range idx {
 			sub[g][j] = bs[i]
 		}
-		_, wait, lim, h, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, false)
+		_, wait, lim, h, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, nil, false)
 		if err != nil {
 			return reservation{}, err
 		}
@@ -608,8 +632,9 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 	booked := make([]bool, len(groups))
 	depart := floor
 	for g, idx := range groups {
-		gt := make([]int64, 2*len(idx))
-		ok, wait, lim, h, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:len(idx)], gt[len(idx):], false)
+		m := len(idx)
+		gt := make([]int64, 3*m)
+		ok, wait, lim, h, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:m], gt[m:2*m], gt[2*m:], false)
 		if err != nil {
 			s.rollback(ctx, &r, groups, booked)
 			return reservation{}, err
@@ -620,7 +645,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 			return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs, held: r.held}, nil
 		}
 		for j, i := range idx {
-			r.prev[i], r.booked[i] = gt[j], gt[len(idx)+j]
+			r.prev[i], r.booked[i], r.counts[i] = gt[j], gt[m+j], gt[2*m+j]
 		}
 		booked[g] = true
 		if wait > depart {

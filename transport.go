@@ -26,8 +26,8 @@ type Transport struct {
 	rules []*compiledRule
 	store store
 	queue *waitQueue
-	// lifts gates the lifts listen sends to the store.
-	lifts *liftGate
+	// views is this process's reading of the server's quotas.
+	views *quotaViews
 	clock Clock
 
 	maxWait       time.Duration
@@ -68,7 +68,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		clock:         cfg.clock,
 		maxWait:       cfg.maxWait,
 		queue:         newWaitQueue(cfg.maxQueue),
-		lifts:         newLiftGate(),
+		views:         newQuotaViews(),
 		dialects:      cfg.dialects,
 		maxRetryAfter: cfg.maxRetryAfter,
 		retry:         cfg.retry.withDefaults(),
@@ -120,7 +120,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	if err := t.acquire(ctx, bs); err != nil {
+	bk, err := t.acquire(ctx, bs)
+	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := t.clock.Now()
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
-		sig := t.listen(ctx, bs, resp)
+		sig := t.listen(ctx, bs, bk, resp)
 		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
@@ -146,7 +147,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		release(resp)
-		next, err := t.retryAfter(ctx, req, bs, delay)
+		var next *http.Request
+		next, bk, err = t.retryAfter(ctx, req, bs, delay)
 		if err != nil {
 			// No retry could be made in time: the caller gets the
 			// server's answer, untouched.
@@ -161,13 +163,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // retryAfter waits delay, then for a fresh slot, and returns a copy of req
-// with a fresh body, ready to be sent again. On error nothing is booked.
-func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []bucket, delay time.Duration) (*http.Request, error) {
+// with a fresh body, ready to be sent again, and its booking. On error
+// nothing is booked.
+func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []bucket, delay time.Duration) (*http.Request, booking, error) {
 	if err := sleep(ctx, t.clock, delay); err != nil {
-		return nil, err
+		return nil, booking{}, err
 	}
-	if err := t.acquire(ctx, bs); err != nil {
-		return nil, err
+	bk, err := t.acquire(ctx, bs)
+	if err != nil {
+		return nil, booking{}, err
 	}
 	next := req.Clone(ctx)
 	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
@@ -175,11 +179,11 @@ func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []buck
 		if err != nil {
 			// The slot stays booked: it was spent on a request that
 			// could not be rebuilt, which is rare and costs one slot.
-			return nil, err
+			return nil, booking{}, err
 		}
 		next.Body = body
 	}
-	return next, nil
+	return next, bk, nil
 }
 
 // beyondDeadline reports whether at lies past ctx's deadline.
@@ -209,7 +213,7 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness})
+		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness, quota: c.Limit, headroom: c.headroom})
 	}
 	return bs, nil
 }
@@ -227,40 +231,55 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
 // departs (see reservation.deferred).
-func (t *Transport) acquire(ctx context.Context, bs []bucket) error {
+func (t *Transport) acquire(ctx context.Context, bs []bucket) (booking, error) {
 	if len(bs) == 0 {
-		return nil
+		return booking{}, nil
 	}
 	var err error
-	for attempt := range maxAcquireAttempts {
-		err = t.acquireOnce(ctx, bs, attempt < maxAcquireAttempts-1)
-		if !errors.Is(err, errLate) {
-			return err
+	for attempt := 0; attempt < maxAcquireAttempts; {
+		var bk booking
+		bk, err = t.acquireOnce(ctx, bs, attempt < maxAcquireAttempts-1)
+		switch {
+		case errors.Is(err, errHeld):
+			// Each round waits out the pause in its reservation, so the
+			// request's budget bounds the rounds.
+		case errors.Is(err, errLate):
+			attempt++
+		default:
+			return bk, err
 		}
 	}
-	return err
+	return booking{}, err
 }
 
 // maxAcquireAttempts bounds the times a request books again after waking
 // late; the last attempt goes late rather than fail.
 const maxAcquireAttempts = 3
 
-// errLate reports a waiter that woke too long after its slot.
-var errLate = errors.New("throttle: woke too late for the slot")
+var (
+	// errLate reports a waiter that woke too long after its slot.
+	errLate = errors.New("throttle: woke too late for the slot")
+	// errHeld reports a waiter whose slot a pause set since its booking
+	// covers (see acquireOnce).
+	errHeld = errors.New("throttle: the slot is in a pause")
+)
 
-func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool) error {
+func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool) (booking, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return booking{}, err
 	}
 	budget, reason := t.budget(ctx)
 	if err := t.queue.full(bs); err != nil {
-		return err
+		return booking{}, err
 	}
 	sent := t.clock.Now()
+	t.views.take(bs)
 	r, err := t.store.reserve(ctx, bs, budget)
 	if err != nil {
-		return err
+		t.views.untake(bs, nil)
+		return booking{}, err
 	}
+	t.views.untake(bs, &r)
 	if r.held > 0 {
 		// Another replica was told to pause these buckets: this process's
 		// waiters booked before the pause book again after it, as if the
@@ -273,14 +292,17 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	// call and its reply; half the round trip is the unbiased guess. Without
 	// it every departure would be late by the reply's latency, and late by
 	// different amounts on a loaded machine, which bunches departures.
-	r.wait -= t.clock.Now().Sub(sent) / 2
+	now := t.clock.Now()
+	r.wait -= now.Sub(sent) / 2
 	if !r.ok {
-		return &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
+		return booking{}, &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 	}
+	bk := booking{depart: now.Add(max(r.wait, 0)).UnixNano(), counts: r.counts}
+	t.views.booked(bs, &r, now.UnixNano())
 	if r.wait > 0 {
 		if err := t.queue.enter(bs); err != nil {
 			t.giveBack(ctx, &r)
-			return err
+			return booking{}, err
 		}
 		defer t.queue.leave(bs)
 		tolerance := time.Duration(-1)
@@ -293,16 +315,41 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			// time it really leaves, which the bucket counts right, and
 			// only a slot with bookings behind it is lost.
 			t.giveBack(ctx, &r)
-			return err
+			return booking{}, err
+		}
+		if err := t.checkHeld(ctx, bs); err != nil {
+			t.giveBack(ctx, &r)
+			return booking{}, err
 		}
 	}
 	if rest := r.deferred(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {
 			t.giveBack(ctx, &r)
-			return err
+			return booking{}, err
 		}
 	}
-	return nil
+	t.views.departed(bs)
+	return bk, nil
+}
+
+// checkHeld asks the store, for a waiter about to depart shortly after a
+// pause of its buckets, whether another replica was told of a new pause
+// since: a fleet probing a refusal would otherwise send one request per
+// replica into each pause, each replica learning of it only from its own
+// rejection. If so, it holds this process's waiters and returns errHeld.
+// A store that cannot answer lets the waiter go.
+func (t *Transport) checkHeld(ctx context.Context, bs []bucket) error {
+	now := t.clock.Now()
+	if !t.views.recheck(bs, now.UnixNano()) {
+		return nil
+	}
+	held, err := t.store.held(ctx, bs)
+	if err != nil || held <= 0 {
+		return nil
+	}
+	t.queue.hold(bs, now, now.Add(held))
+	t.views.paused(bs, now.Add(held).UnixNano(), now.UnixNano())
+	return errHeld
 }
 
 // bookDeferred books, at the departure, the buckets a reservation deferred

@@ -1,0 +1,29 @@
+-- limit.lua caps buckets at the rate the server's answers leave the fleet
+-- (quotaview.go decides it; localStore.limit is the same in Go): from now
+-- the bucket's interval is at least that of rate0 units of cost per second,
+-- climbing by slope per second, until now + span. A rate0 of 0 caps
+-- nothing: the bucket is only counted (its n, see bucket.lua), so that the
+-- replicas can tell what the fleet itself sent in the server's window. The
+-- count carries on from the cap in force, or starts at 1 (so that a
+-- counted bucket never reports 0, which stands for not counted). The TAT and a
+-- pause's hold are kept: slots already booked keep their times.
+--
+-- KEYS[i]   bucket i's key; every key shares one {hash tag}.
+-- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
+--           (tests only pass a now).
+-- ARGV[3i-1], ARGV[3i], ARGV[3i+1]   bucket i's rate0 (units per second,
+--           ≥ 0), slope (units per second per second, ≥ 0) and span (µs,
+--           ≥ 1).
+--
+-- Reply: the number of buckets written.
+
+local now = now_us(ARGV[1])
+for i = 1, #KEYS do
+  local tat, _, _, hold, n = load(KEYS[i], now)
+  if n < 1 then
+    n = 1
+  end
+  local a = {tonumber(ARGV[3 * i - 1]), now, tonumber(ARGV[3 * i]), now + tonumber(ARGV[3 * i + 1])}
+  save(KEYS[i], tat, a, now, hold, n)
+end
+return #KEYS

@@ -1,0 +1,645 @@
+package throttle
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds the model of the server's limiter that the fleet reads
+// the server's answers into (docs/FEEDBACK.md tells it in full, with the
+// measurements behind each constant).
+//
+// The server counts in its window W what the whole fleet, and anyone else
+// on the same quota, sent, and admits L. A response reports what remains,
+// R, at about the moment the request reached it. The fleet knows what it
+// sent itself: while the server reports a quota, every replica reports the
+// units it sent in the bucket with its next reservation, the store adds
+// them to the bucket's count, every reservation returns the count, and
+// each replica keeps a ledger of (time, count) samples from its own
+// reservations. Only what left counts: a slot booked and given back, or
+// held by a pause and booked again, was never seen by the server. One reading then tells how much the fleet may send per
+// window: what it sent in the window before the request's departure d,
+// plus what remains, less a reserve for jitter (the rule's headroom of L):
+//
+//	room = own(d-W, d] + R - (headroom·L + 1),   rate = room / W.
+//
+// Whatever else spends the quota (another consumer, a quota smaller than
+// the rule) shows as a smaller R beside the same own; nothing else needs
+// estimating, and a reading needs no memory of the ones before: each
+// replaces the last. The reserve's extra unit is the resolution of a
+// reading (whole requests) for a window shared with another stream, each
+// landing up to a request off its pace; a room within one unit of the
+// rule's is the rule's, so that a fleet alone on its quota pays nothing
+// for it. A rate below the rule's caps the bucket for capWindows
+// windows, renewed by the next readings; a rate at or above it leaves the
+// bucket to its rule. With the rule equal to the quota and nobody else on
+// it, own ≈ (1-headroom)·L and R ≈ headroom·L, so the cap is the rule
+// itself: reading the server costs nothing where it has nothing to add.
+//
+// A fixed window says more: R is all there is until the reset T, when the
+// quota refills. A quota whose reset stays put for longer than whole-second
+// rounding can explain (fixedAfter, within resetSlack) is read as fixed:
+// the bucket then spends R, less what the fleet booked since the reading,
+// evenly until T, and a success reporting nothing left pauses the fleet
+// until T. Anything else (a reset that moves with every answer, windows too
+// short to tell) is read as sliding, which never holds the fleet back for a
+// reset.
+//
+// The first window need not wait for a ledger a window long: the store
+// counts from the first answer that reports a quota, which comes as the
+// fleet starts, so a ledger that reaches back to where the count began
+// (within countStart units) counts everything the fleet sent.
+//
+// A rejection reports R = 0 by itself. With no quota report at all (a bare
+// 429 with or without Retry-After) the server's L and W are unknown: the
+// rule's period stands for W, the room is what the fleet sent in it less
+// the rule's headroom, and since such a server says nothing more until it
+// rejects again, the cap climbs back to the rule by headroom·rule per
+// climbWindows windows. A rejection met while the fleet sent less than
+// half its rule in the window is a refusal, not a full window (the server
+// paused, or the fleet had just been paused): it pauses the fleet and caps
+// nothing.
+//
+// A rejection that names no wait pauses the fleet for noWaitPause, doubling
+// with every such rejection in a row up to noWaitMaxPause, and back to the
+// start after a success; for recheckAfterPause after a pause, every waiter
+// that slept asks the store whether another replica was told of a new one
+// before it departs (see Transport.acquireOnce), so that a fleet probing a
+// refusal sends about one request into each pause, not one per replica.
+const (
+	capWindows         = 2
+	countWindows       = 10
+	climbWindows       = 10
+	minUnitsPerWindow  = 8
+	resetSlack         = 1250 * time.Millisecond
+	fixedAfter         = 2 * time.Second
+	noWaitPause        = 50 * time.Millisecond
+	noWaitMaxPause     = 250 * time.Millisecond
+	recheckAfterPause  = time.Second
+	ledgerSize         = 64
+	countStart         = 1 + minUnitsPerWindow
+	ledgerSamplesPerW  = ledgerSize / 2
+	quotaViewIdleAfter = time.Minute
+)
+
+// quotaViews is this process's reading of the server's quotas: one view per
+// bucket key that a response has said something about. Safe for
+// concurrent use.
+type quotaViews struct {
+	mu      sync.Mutex
+	views   map[string]*quotaView
+	sweptAt int64
+	// struck counts the views with rejections in a row (strikes > 0), read
+	// without mu: a success that says nothing about limits, nearly every
+	// response, has then nothing to reset and takes no lock.
+	struck atomic.Int32
+	// unsent counts the views with units sent and not yet reported
+	// (quotaView.unsent > 0), and len the views, both read without mu for
+	// the same reason.
+	unsent, len atomic.Int32
+}
+
+// quotaView is what this process knows of one bucket's quota at the server.
+type quotaView struct {
+	ledger ledger
+	// resetAt is the quota's reset as first seen (Unix ns), since when,
+	// and whether it stayed put long enough to call the window fixed.
+	resetAt, resetSince int64
+	fixed               bool
+	// strikes counts rejections in a row that named no wait.
+	strikes int
+	// pausedUntil is the end of the latest pause this process knows of.
+	pausedUntil int64
+	// sent is the last cap this process sent, at sentAt.
+	sent   capSpec
+	sentAt int64
+	// unsent is the units this process sent in the bucket and has not yet
+	// reported to the store (bucket.sent).
+	unsent int64
+	// touched is the last time the view was used, for sweeps.
+	touched int64
+}
+
+func newQuotaViews() *quotaViews { return &quotaViews{views: make(map[string]*quotaView)} }
+
+// booking is what a request's reservation tells the model: when it departs
+// (Unix ns of the Transport's clock) and each bucket's count (see
+// reservation.counts; nil or 0 when not counted).
+type booking struct {
+	depart int64
+	counts []int64
+}
+
+func (bk booking) count(i int) int64 {
+	if i < len(bk.counts) {
+		return bk.counts[i]
+	}
+	return 0
+}
+
+// feedbackActions is what a response asks of the store.
+type feedbackActions struct {
+	pause time.Duration // pause every bucket of the request for this long
+	caps  []bucketCap
+}
+
+// bucketCap is a cap for the request's bucket i.
+type bucketCap struct {
+	i    int
+	spec capSpec
+}
+
+// viewLocked returns the view of key, made if needed. v.mu must be held.
+func (v *quotaViews) viewLocked(key string, now int64) *quotaView {
+	vw := v.views[key]
+	if vw == nil {
+		v.sweepLocked(now)
+		vw = &quotaView{}
+		v.views[key] = vw
+		v.len.Add(1)
+	}
+	vw.touched = now
+	return vw
+}
+
+// sweepLocked drops views unused for quotaViewIdleAfter, at most once per
+// that time, so that partitioned buckets leave no trail. v.mu must be held.
+func (v *quotaViews) sweepLocked(now int64) {
+	if now-v.sweptAt < int64(quotaViewIdleAfter) {
+		return
+	}
+	for k, vw := range v.views {
+		if now-vw.touched >= int64(quotaViewIdleAfter) {
+			if vw.strikes > 0 {
+				v.struck.Add(-1)
+			}
+			if vw.unsent > 0 {
+				v.unsent.Add(-1)
+			}
+			delete(v.views, k)
+			v.len.Add(-1)
+		}
+	}
+	v.sweptAt = now
+}
+
+// take moves the units sent and not yet reported in bs's buckets into
+// bs (bucket.sent), for the reservation about to be made.
+func (v *quotaViews) take(bs []bucket) {
+	if v.unsent.Load() == 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range bs {
+		if vw := v.views[bs[i].key]; vw != nil && vw.unsent > 0 {
+			bs[i].sent, vw.unsent = vw.unsent, 0
+			v.unsent.Add(-1)
+		}
+	}
+}
+
+// untake puts back what take moved into bs, for the buckets the store did
+// not count it in: all of them when r is nil (the call failed) or not
+// booked, the deferred ones otherwise.
+func (v *quotaViews) untake(bs []bucket, r *reservation) {
+	for i := range bs {
+		if bs[i].sent > 0 && (r == nil || !r.ok || i >= len(r.booked) || r.booked[i] == 0) {
+			v.report(&bs[i], bs[i].sent)
+		}
+		bs[i].sent = 0
+	}
+}
+
+// departed records that a request of bs left: each bucket the server's
+// answers have said something of (one with a view) has its cost to
+// report, whether or not its reservation was counted: the store may have
+// begun counting since (the first requests of a fleet are booked before
+// any answer), and drops reports for a bucket it does not count.
+func (v *quotaViews) departed(bs []bucket) {
+	if v.len.Load() == 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range bs {
+		v.reportLocked(&bs[i], bs[i].cost)
+	}
+}
+
+func (v *quotaViews) report(b *bucket, units int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.reportLocked(b, units)
+}
+
+// reportLocked adds units to what b has to report. v.mu must be held.
+func (v *quotaViews) reportLocked(b *bucket, units int64) {
+	vw := v.views[b.key]
+	if vw == nil {
+		return
+	}
+	if vw.unsent == 0 {
+		v.unsent.Add(1)
+	}
+	vw.unsent += units
+}
+
+// booked records a reservation made at now: a counted bucket's count goes
+// into its ledger, and a pause the store reported (held) into every view
+// of bs.
+func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
+	if len(r.counts) == 0 && r.held <= 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range bs {
+		c := r.count(i)
+		if c <= 0 && r.held <= 0 {
+			continue
+		}
+		vw := v.viewLocked(bs[i].key, now)
+		if c > 0 {
+			vw.ledger.add(now, c, int64(ruleWindow(&bs[i]))/ledgerSamplesPerW)
+		}
+		if r.held > 0 {
+			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
+		}
+	}
+}
+
+// paused records a pause of bs until until.
+func (v *quotaViews) paused(bs []bucket, until, now int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range bs {
+		vw := v.viewLocked(bs[i].key, now)
+		vw.pausedUntil = max(vw.pausedUntil, until)
+	}
+}
+
+// recheck reports whether a waiter of bs departing at now should first ask
+// the store for a pause: one of bs was paused within recheckAfterPause.
+func (v *quotaViews) recheck(bs []bucket, now int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range bs {
+		if vw := v.views[bs[i].key]; vw != nil && now < satAdd(vw.pausedUntil, int64(recheckAfterPause)) {
+			return true
+		}
+	}
+	return false
+}
+
+// read works out what sig, the answer to a request booked as bk in bs,
+// asks of the store at now.
+func (v *quotaViews) read(bs []bucket, bk booking, sig Signal, now int64) feedbackActions {
+	var act feedbackActions
+	quotas := requestQuotas(sig.Quotas)
+	if !sig.Limited && !sig.HasRetryAfter && quotas == 0 {
+		if v.struck.Load() > 0 {
+			v.mu.Lock()
+			for i := range bs {
+				if vw := v.views[bs[i].key]; vw != nil && vw.strikes > 0 {
+					vw.strikes = 0
+					v.struck.Add(-1)
+				}
+			}
+			v.mu.Unlock()
+		}
+		return act
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	vws := make([]*quotaView, len(bs))
+	for i := range bs {
+		vws[i] = v.viewLocked(bs[i].key, now)
+		vws[i].detect(sig.Quotas, now)
+	}
+	act.pause = v.pauseLocked(vws, sig)
+	for i := range bs {
+		spec, force, ok := vws[i].decide(&bs[i], bk.depart, bk.count(i) > 0, sig, now)
+		if ok && vws[i].shouldSend(spec, force, &bs[i], now) {
+			vws[i].sent, vws[i].sentAt = spec, now
+			act.caps = append(act.caps, bucketCap{i: i, spec: spec})
+		}
+	}
+	return act
+}
+
+// pauseLocked returns the pause sig asks of the fleet (0 for none) and
+// keeps the views' count of rejections in a row. v.mu must be held.
+func (v *quotaViews) pauseLocked(vws []*quotaView, sig Signal) time.Duration {
+	if !sig.Limited {
+		for _, vw := range vws {
+			if vw.strikes > 0 {
+				vw.strikes = 0
+				v.struck.Add(-1)
+			}
+		}
+	}
+	wait, named := sig.Wait()
+	switch {
+	case sig.HasRetryAfter:
+		return wait
+	case named && sig.Limited:
+		return wait
+	case named:
+		// A success reporting nothing left: a fixed window stays empty
+		// until its reset, a sliding one frees slots before it.
+		for _, vw := range vws {
+			if vw.fixed {
+				return wait
+			}
+		}
+		return 0
+	case sig.Limited:
+		strikes := 0
+		for _, vw := range vws {
+			if vw.strikes == 0 {
+				v.struck.Add(1)
+			}
+			vw.strikes++
+			strikes = max(strikes, vw.strikes)
+		}
+		return noWaitFor(strikes)
+	}
+	return 0
+}
+
+// refusal reports whether a rejection met when the fleet had sent own in
+// the window w, under half what its rule allows there, is a refusal (a
+// pause, an outage of the server) rather than the sign of a full window:
+// it then says nothing of the room the window leaves.
+func refusal(own int64, w time.Duration, ruleRate float64) bool {
+	return float64(own) < ruleRate*w.Seconds()/2
+}
+
+// noWaitFor returns the pause after the strikes-th rejection in a row that
+// named no wait: noWaitPause, doubling, at most noWaitMaxPause.
+func noWaitFor(strikes int) time.Duration {
+	d := noWaitPause
+	for i := 1; i < strikes && d < noWaitMaxPause; i++ {
+		d *= 2
+	}
+	return min(d, noWaitMaxPause)
+}
+
+// requestQuotas returns how many of qs report a limit and what remains of
+// it in requests: what the model reads (a token quota counts something
+// the fleet's buckets do not).
+func requestQuotas(qs []Quota) int {
+	n := 0
+	for i := range qs {
+		if readable(&qs[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func readable(q *Quota) bool {
+	return q.HasLimit && q.HasRemaining && q.Limit > 0 && (q.Unit == "" || q.Unit == "requests")
+}
+
+// detect updates the fixed-window reading from the first readable quota
+// with a reset: see the file's comment.
+func (vw *quotaView) detect(qs []Quota, now int64) {
+	for i := range qs {
+		q := &qs[i]
+		if !readable(q) || !q.HasReset || q.Reset <= 0 {
+			continue
+		}
+		at := satAdd(now, int64(q.Reset))
+		switch d := at - vw.resetAt; {
+		case vw.resetAt == 0:
+			vw.resetAt, vw.resetSince = at, now
+		case d >= -int64(resetSlack) && d <= int64(resetSlack):
+			if now-vw.resetSince >= int64(fixedAfter) {
+				vw.fixed = true
+			}
+		case now >= vw.resetAt-int64(resetSlack):
+			// The reset came: a new window, as a fixed one does.
+			vw.resetAt, vw.resetSince = at, now
+		default:
+			// The reset moved before it came: the window slides.
+			vw.fixed = false
+			vw.resetAt, vw.resetSince = at, now
+		}
+		return
+	}
+}
+
+// decide returns the cap bucket b should have after sig, the answer to a
+// request departing at depart whose bucket the store counts (counted);
+// force when it must reach the store whatever was sent before (a
+// rejection's); ok false when sig says nothing the model can use.
+func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, now int64) (spec capSpec, force, ok bool) {
+	ruleRate := 1e9 / float64(b.interval)
+	countOnly := capSpec{span: countWindows * ruleWindow(b)}
+	if !counted {
+		// Count first, to read the next answers.
+		if sig.Limited || requestQuotas(sig.Quotas) > 0 {
+			return countOnly, false, true
+		}
+		return capSpec{}, false, false
+	}
+	best, bestOK := capSpec{}, false
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if !readable(q) {
+			continue
+		}
+		w := quotaWindow(q, b)
+		reserve := b.headroom*float64(q.Limit) + 1
+		var c capSpec
+		if vw.fixed && q.HasReset && q.Reset > 0 {
+			// What remains until the reset, less what the fleet has
+			// sent since this request (as far as this process knows).
+			since, ok := vw.ledger.since(depart)
+			if !ok {
+				continue
+			}
+			room := float64(q.Remaining) - reserve - float64(since)
+			c = capSpec{rate: max(room, 0) / q.Reset.Seconds(), span: q.Reset}
+		} else {
+			own, ok := vw.ledger.window(int64(w), depart)
+			if !ok || (sig.Limited && refusal(own, w, ruleRate)) {
+				continue
+			}
+			room := float64(own) + float64(q.Remaining) - reserve
+			c = capSpec{rate: room / w.Seconds(), span: capWindows * w}
+		}
+		c.rate = max(c.rate, minUnitsPerWindow/w.Seconds())
+		if c.rate >= ruleRate-1/w.Seconds() {
+			// Within a unit a window of the rule: the reserve's extra unit
+			// is for a quota shared with others; alone, the rule is it.
+			c.rate = ruleRate
+		}
+		if !bestOK || c.rate < best.rate {
+			best, bestOK = c, true
+		}
+	}
+	switch {
+	case bestOK:
+		if best.rate >= ruleRate {
+			return countOnly, false, true
+		}
+		return best, false, true
+	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
+		return capSpec{}, false, false
+	}
+	// A rejection with no quota report: see the file's comment.
+	w := ruleWindow(b)
+	own, ok := vw.ledger.window(int64(w), depart)
+	if !ok || refusal(own, w, ruleRate) {
+		return capSpec{}, false, false
+	}
+	rate := max((float64(own)-b.headroom*float64(b.quota.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	if rate >= ruleRate {
+		return countOnly, false, true
+	}
+	slope := b.headroom * ruleRate / (climbWindows * w.Seconds())
+	if slope <= 0 {
+		slope = ruleRate / (climbWindows * w.Seconds())
+	}
+	span := time.Duration((ruleRate - rate) / slope * 1e9)
+	return capSpec{rate: rate, slope: slope, span: max(span, countOnly.span)}, true, true
+}
+
+// shouldSend reports whether spec must go to the store: a rejection's cap
+// always; otherwise when it differs from the cap this process sent last by
+// kind or by more than maxCapDrift of the rule, or when that one is half
+// through its span; and never more often than ledgerSamplesPerW times a
+// window, so a busy bucket costs the store a few calls a window.
+func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) bool {
+	if force || vw.sentAt == 0 {
+		return true
+	}
+	since := now - vw.sentAt
+	if since < int64(ruleWindow(b))/ledgerSamplesPerW {
+		return false
+	}
+	ruleRate := 1e9 / float64(b.interval)
+	switch {
+	case (spec.rate == 0) != (vw.sent.rate == 0):
+		return true
+	case math.Abs(spec.rate-vw.sent.rate) > maxCapDrift*ruleRate:
+		return true
+	}
+	return since >= int64(vw.sent.span)/2
+}
+
+// maxCapDrift is how far, as a share of the rule, a new cap may differ from
+// the last one sent before it is worth a store call.
+const maxCapDrift = 0.02
+
+// ruleWindow returns the rule's period: the window the model assumes when
+// the server names none and reports no limit.
+func ruleWindow(b *bucket) time.Duration { return max(b.quota.Period, time.Millisecond) }
+
+// quotaWindow returns q's window: the one the server names, else the time
+// the rule takes to spend q's limit (the rule's period when the rule is the
+// quota).
+func quotaWindow(q *Quota, b *bucket) time.Duration {
+	if q.Window > 0 {
+		return q.Window
+	}
+	w := float64(b.quota.Period) * float64(q.Limit) / float64(max(b.quota.Rate, 1))
+	return time.Duration(min(max(w, float64(time.Millisecond)), float64(maxQuotaWindow)))
+}
+
+// ledger is a ring of (time, count) samples of one bucket, spaced so that
+// ledgerSize of them span two of the rule's periods.
+type ledger struct {
+	t, n      [ledgerSize]int64
+	head, len int
+}
+
+// add records that the bucket's count was n at t, unless the last sample
+// is closer than spacing. A count lower than
+// the last one means the store started counting afresh: the ledger does.
+func (l *ledger) add(t, n, spacing int64) {
+	if l.len > 0 {
+		last := (l.head + l.len - 1) % ledgerSize
+		switch {
+		case n < l.n[last]:
+			l.len = 0
+		case t < l.t[last]+spacing:
+			return
+		}
+	}
+	i := (l.head + l.len) % ledgerSize
+	if l.len == ledgerSize {
+		l.head = (l.head + 1) % ledgerSize
+	} else {
+		l.len++
+	}
+	l.t[i], l.n[i] = t, n
+}
+
+// window returns the units sent in the w before the newest sample taken
+// by t (or before t, if there is none later): the samples lag what the
+// fleet sent by about as much at both ends, so a window that ends at a
+// sample counts a whole window; one that ended at t would miss what was
+// sent since the sample. False when the ledger does not reach that far
+// back.
+func (l *ledger) window(w, t int64) (int64, bool) {
+	if l.len == 0 {
+		return 0, false
+	}
+	end := t
+	for k := l.len - 1; k >= 0; k-- {
+		if ts := l.t[(l.head+k)%ledgerSize]; ts <= t {
+			end = ts
+			break
+		}
+	}
+	a, ok := l.at(end - w)
+	if !ok {
+		return 0, false
+	}
+	b, _ := l.at(end)
+	return max(b-a, 0), true
+}
+
+// since returns the units sent after t, up to the newest sample.
+func (l *ledger) since(t int64) (int64, bool) {
+	a, ok := l.at(t)
+	if !ok {
+		return 0, false
+	}
+	return max(l.n[(l.head+l.len-1)%ledgerSize]-a, 0), true
+}
+
+// at returns the count at t, interpolated between the samples around it
+// (the newest after them); false when t is before the oldest sample,
+// unless that sample was taken as the count began (its count at most
+// countStart): nothing was counted before, so the count at t is its start.
+func (l *ledger) at(t int64) (int64, bool) {
+	if l.len == 0 {
+		return 0, false
+	}
+	if t < l.t[l.head] {
+		if l.n[l.head] <= countStart {
+			return min(l.n[l.head], 1), true
+		}
+		return 0, false
+	}
+	prev := l.head
+	for k := 1; k < l.len; k++ {
+		i := (l.head + k) % ledgerSize
+		if l.t[i] > t {
+			span := l.t[i] - l.t[prev]
+			if span <= 0 {
+				return l.n[prev], true
+			}
+			return l.n[prev] + (l.n[i]-l.n[prev])*(t-l.t[prev])/span, true
+		}
+		prev = i
+	}
+	return l.n[prev], true
+}
