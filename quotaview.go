@@ -118,6 +118,9 @@ type quotaView struct {
 	// unsent is the units this process sent in the bucket and has not yet
 	// reported to the store (bucket.sent).
 	unsent int64
+	// window is the longest window a reading has needed, so that the
+	// ledger's samples are spaced to reach back that far.
+	window time.Duration
 	// touched is the last time the view was used, for sweeps.
 	touched int64
 }
@@ -263,7 +266,7 @@ func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
 		}
 		vw := v.viewLocked(bs[i].key, now)
 		if c > 0 {
-			vw.ledger.add(now, c, int64(ruleWindow(&bs[i]))/ledgerSamplesPerW)
+			vw.ledger.add(now, c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
 		if r.held > 0 {
 			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
@@ -454,6 +457,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			continue
 		}
 		w := quotaWindow(q, b)
+		vw.window = max(vw.window, w)
 		reserve := b.headroom*float64(q.Limit) + 1
 		var c capSpec
 		if vw.fixed && q.HasReset && q.Reset > 0 {
@@ -474,7 +478,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			c = capSpec{rate: room / w.Seconds(), span: capWindows * w}
 		}
 		c.rate = max(c.rate, minUnitsPerWindow/w.Seconds())
-		if c.rate >= ruleRate-1/w.Seconds() {
+		if c.rate*w.Seconds()+1 >= ruleRate*w.Seconds()-1e-3 {
 			// Within a unit a window of the rule: the reserve's extra unit
 			// is for a quota shared with others; alone, the rule is it.
 			c.rate = ruleRate
@@ -512,8 +516,9 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 
 // shouldSend reports whether spec must go to the store: a rejection's cap
 // always; otherwise when it differs from the cap this process sent last by
-// kind or by more than maxCapDrift of the rule, or when that one is half
-// through its span; and never more often than ledgerSamplesPerW times a
+// more than maxCapDrift of the rule (a cap where there was none, only then;
+// none where there was a cap, always), or when that one is half through
+// its span; and never more often than ledgerSamplesPerW times a
 // window, so a busy bucket costs the store a few calls a window.
 func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) bool {
 	if force || vw.sentAt == 0 {
@@ -525,7 +530,12 @@ func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) 
 	}
 	ruleRate := 1e9 / float64(b.interval)
 	switch {
-	case (spec.rate == 0) != (vw.sent.rate == 0):
+	case vw.sent.rate == 0 && spec.rate > 0:
+		// From the rule to a cap: only for more than the drift, so that
+		// a reading a unit or two low, jitter at a quota the fleet has
+		// alone, costs nothing.
+		return spec.rate < ruleRate*(1-maxCapDrift)
+	case spec.rate == 0 && vw.sent.rate > 0:
 		return true
 	case math.Abs(spec.rate-vw.sent.rate) > maxCapDrift*ruleRate:
 		return true
@@ -536,6 +546,10 @@ func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) 
 // maxCapDrift is how far, as a share of the rule, a new cap may differ from
 // the last one sent before it is worth a store call.
 const maxCapDrift = 0.02
+
+// span returns the window the ledger must reach back over: the longest a
+// reading has needed, at least the rule's period.
+func (vw *quotaView) span(b *bucket) time.Duration { return max(vw.window, ruleWindow(b)) }
 
 // ruleWindow returns the rule's period: the window the model assumes when
 // the server names none and reports no limit.

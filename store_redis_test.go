@@ -39,12 +39,14 @@ func testNamespace(t testing.TB) string {
 // decisionStep is one step of a sequence run through both stores.
 type decisionStep struct {
 	advance time.Duration // move the clock first
-	op      string        // "reserve", "refund" or "pause"
+	op      string        // "reserve", "refund", "pause" or "limit"
 	buckets []int         // indices into the case's buckets (reserve, pause)
 	costs   []int64       // per bucket; nil means 1 each
 	maxWait time.Duration // reserve
 	of      int           // refund: the step whose reservation to give back
 	pause   time.Duration // pause
+	cap     capSpec       // limit, on the step's first bucket
+	sent    []int64       // reserve: per bucket, the units reported sent (bucket.sent)
 }
 
 // redisStoreAt returns a Redis store on rdb in namespace ns whose scripts
@@ -179,6 +181,30 @@ var decisionCases = []struct {
 			{op: "reserve", buckets: []int{0}, maxWait: 0},
 		},
 	},
+	{
+		name:    "capped, counted, climbing, then over",
+		buckets: []bucket{{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 1}, {key: "b", rule: "b", interval: time.Millisecond, burst: 5}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{4}}, // not counted: the report is dropped
+			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 50, span: time.Second}},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{3}},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second, sent: []int64{2, 7}},
+			{op: "refund", of: 4},
+			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond, sent: []int64{1}}, // rejected: not counted
+			{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
+			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 20, slope: 100, span: 2 * time.Second}},
+			{advance: 50 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{advance: 300 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "limit", buckets: []int{0}, cap: capSpec{span: 500 * time.Millisecond}}, // count only
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{5}},
+			{op: "pause", buckets: []int{0}, pause: 100 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
+			{advance: time.Second, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{9}}, // the count has ended
+			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                     // and starts afresh
+			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
+		},
+	},
 }
 
 // TestRedisStoreSameDecisionsAsLocal runs each sequence through localStore
@@ -216,6 +242,9 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 			if st.costs != nil {
 				b.cost = st.costs[j]
 			}
+			if st.sent != nil {
+				b.sent = st.sent[j]
+			}
 			bs = append(bs, b)
 		}
 		switch st.op {
@@ -233,6 +262,11 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 				t.Errorf("step %d: redis ok=%v wait=%v limiter=%d, local ok=%v wait=%v limiter=%d",
 					i, r.ok, r.wait, r.limiter, l.ok, l.wait, l.limiter)
 			}
+			for j := range bs {
+				if l.count(j) != r.count(j) {
+					t.Errorf("step %d: bucket %d counted %d in Redis, %d locally", i, j, r.count(j), l.count(j))
+				}
+			}
 		case "refund":
 			if err := local.refund(ctx, &lres[st.of]); err != nil {
 				t.Fatalf("step %d: local refund: %v", i, err)
@@ -246,6 +280,13 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 			}
 			if err := remote.pause(ctx, bs, st.pause); err != nil {
 				t.Fatalf("step %d: redis pause: %v", i, err)
+			}
+		case "limit":
+			if err := local.limit(ctx, bs[0], st.cap); err != nil {
+				t.Fatalf("step %d: local limit: %v", i, err)
+			}
+			if err := remote.limit(ctx, bs[0], st.cap); err != nil {
+				t.Fatalf("step %d: redis limit: %v", i, err)
 			}
 		default:
 			t.Fatalf("step %d: unknown op %q", i, st.op)

@@ -24,7 +24,7 @@ func namespace(t *testing.T) string {
 // namespace ns (see redisStore.key).
 func bucketKey(ns, rule string) string { return "throttle:{" + ns + "}:" + rule }
 
-// sample is the adaptation of a bucket as read from Redis at one time.
+// sample is the cap of a bucket as read from Redis at one time.
 type sample struct {
 	at      time.Duration // offset from the server's epoch
 	adapted bool
@@ -33,7 +33,7 @@ type sample struct {
 
 // watchBucket reads the bucket's value from Redis every 100 ms until the
 // returned function is called, and returns the samples. It is how a failing
-// shared-quota run shows what the fleet's adaptation did. ruleRate is the
+// shared-quota run shows what the fleet's caps did. ruleRate is the
 // rule's rate after headroom, reported when the bucket is not adapted.
 func watchBucket(t *testing.T, rs *redistest.Server, key string, epoch time.Time, ruleRate float64) func() []sample {
 	t.Helper()
@@ -83,16 +83,16 @@ func watchBucket(t *testing.T, rs *redistest.Server, key string, epoch time.Time
 	return stop
 }
 
-// adaptedRate decodes a bucket value "tat rate0 t0 slope until [hold]"
-// (see bucket.lua) and returns the rate in force at now (µs), or false when
-// the bucket is not adapted (a value with a hold and no adaptation has
-// until 0).
+// adaptedRate decodes a bucket value "tat rate0 t0 slope until hold n"
+// (see bucket.lua) and returns the cap's rate in force at now (µs), or
+// false when the bucket is not capped (a value with a hold and no cap has
+// until 0; a cap of rate 0 only counts).
 func adaptedRate(v string, now int64) (float64, bool) {
 	f := strings.Fields(v)
-	if len(f) != 5 && len(f) != 6 {
+	if len(f) != 7 {
 		return 0, false
 	}
-	var n [6]float64
+	var n [7]float64
 	for i, s := range f {
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil {
@@ -101,7 +101,7 @@ func adaptedRate(v string, now int64) (float64, bool) {
 		n[i] = x
 	}
 	r0, t0, slope, until := n[1], n[2], n[3], n[4]
-	if float64(now) >= until {
+	if float64(now) >= until || r0 <= 0 {
 		return 0, false
 	}
 	return r0 + slope*(float64(now)-t0)/1e6, true

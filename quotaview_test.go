@@ -1,0 +1,240 @@
+package throttle
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// quotaBucket is a bucket of a rule of 100 per second, burst 1, at the
+// default headroom: a rule equal to a quota of 100 per second.
+func quotaBucket() bucket {
+	l := Limit{Rate: 100, Period: time.Second, Burst: 1}
+	return bucket{key: "api", rule: "api", interval: l.interval(DefaultHeadroom), burst: 1, cost: 1,
+		quota: l, headroom: DefaultHeadroom}
+}
+
+// fill gives vw a ledger in which the fleet sent perSecond units a second,
+// evenly, from from to to (Unix ns), sampled every 10 ms, the count
+// starting at start.
+func fill(vw *quotaView, b *bucket, start int64, from, to int64, perSecond float64) {
+	spacing := int64(vw.span(b)) / ledgerSamplesPerW
+	for t := from; t <= to; t += int64(10 * time.Millisecond) {
+		vw.ledger.add(t, start+int64(math.Round(perSecond*float64(t-from)/1e9)), spacing)
+	}
+}
+
+func xrl(limit, remaining int64, reset time.Duration) Quota {
+	return Quota{Name: "requests", Unit: "requests", Limit: limit, Remaining: remaining, HasLimit: true, HasRemaining: true, Reset: reset, HasReset: true}
+}
+
+func TestQuotaViewDecide(t *testing.T) {
+	sec := int64(time.Second)
+	b := quotaBucket()
+	ruleRate := 1e9 / float64(b.interval)
+	for _, tc := range []struct {
+		name    string
+		sig     Signal
+		own     float64 // units a second the fleet sent over the last 2 s
+		pausedS float64 // a pause ended this many seconds before the reading
+		want    float64 // the cap's rate; 0: count only (no cap)
+		none    bool    // nothing to send
+		force   bool
+		slope   bool
+	}{
+		{name: "alone at the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 98, want: 0},
+		{name: "alone, a jitter reading one low: a cap within the drift", sig: Signal{Quotas: []Quota{xrl(100, 1, time.Second)}}, own: 98, want: 96},
+		{name: "below the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 50, time.Second)}}, own: 50, want: 0},
+		{name: "an outside consumer of 30/s: what remains", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 68, want: 67},
+		{name: "overshooting: the room is what it sent and what is left", sig: Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 90, want: 87},
+		{name: "IETF window names W", sig: Signal{Quotas: []Quota{{Name: "default", Unit: "requests", Limit: 1000, Remaining: 20, HasLimit: true, HasRemaining: true, Window: 10 * time.Second}}}, own: 68, want: (680 + 20 - 21) / 10.0},
+		{name: "a token quota is not read", sig: Signal{Quotas: []Quota{{Name: "tokens", Unit: "tokens", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}}, own: 98, none: true},
+		{name: "rejection with the quota spent", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 80, want: 77},
+		{name: "rejection while the fleet sent little: a refusal", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 20, none: true},
+		{name: "bare rejection: what it sent, climbing", sig: Signal{Limited: true}, own: 80, want: 78, force: true, slope: true},
+		{name: "bare rejection at the rule: count only", sig: Signal{Limited: true}, own: 101, want: 0},
+		{name: "bare rejection while paused: a refusal", sig: Signal{Limited: true}, own: 30, none: true},
+		{name: "plain success: nothing", sig: Signal{}, own: 98, none: true},
+		{name: "floor: a few a window", sig: Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 0, want: minUnitsPerWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := 30 * sec
+			vw := &quotaView{window: 10 * time.Second}
+			fill(vw, &b, 1000, now-20*sec, now, tc.own)
+			spec, force, ok := vw.decide(&b, now, true, tc.sig, now)
+			if tc.none {
+				if ok {
+					t.Fatalf("decide = %+v, want nothing", spec)
+				}
+				return
+			}
+			if !ok {
+				t.Fatal("decide said nothing")
+			}
+			if math.Abs(spec.rate-tc.want) > 1 {
+				t.Errorf("rate = %.2f, want %.2f (rule %.2f)", spec.rate, tc.want, ruleRate)
+			}
+			if force != tc.force {
+				t.Errorf("force = %v, want %v", force, tc.force)
+			}
+			if (spec.slope > 0) != tc.slope {
+				t.Errorf("slope = %v", spec.slope)
+			}
+			if tc.want == 0 && spec.span != countWindows*ruleWindow(&b) {
+				t.Errorf("count only for %v, want %v", spec.span, countWindows*ruleWindow(&b))
+			}
+			if spec.span <= 0 {
+				t.Errorf("span = %v", spec.span)
+			}
+		})
+	}
+}
+
+func TestQuotaViewUncounted(t *testing.T) {
+	b := quotaBucket()
+	vw := &quotaView{}
+	for _, sig := range []Signal{{Quotas: []Quota{xrl(100, 2, time.Second)}}, {Limited: true}} {
+		spec, _, ok := vw.decide(&b, 0, false, sig, 0)
+		if !ok || spec.rate != 0 || spec.span != countWindows*time.Second {
+			t.Errorf("%+v: decide = %+v, %v; want counting to start", sig, spec, ok)
+		}
+	}
+	if _, _, ok := vw.decide(&b, 0, false, Signal{}, 0); ok {
+		t.Error("a plain success started counting")
+	}
+}
+
+// TestQuotaViewFixedWindow: a reset that stays put for longer than its
+// rounding can explain makes the window fixed; what remains is then spread
+// until the reset, and a success reporting none left pauses until it.
+func TestQuotaViewFixedWindow(t *testing.T) {
+	sec := int64(time.Second)
+	b := quotaBucket()
+	for _, tc := range []struct {
+		name  string
+		reset func(now int64) time.Duration // as the server reports it
+		fixed bool
+	}{
+		{"fixed, exact", func(now int64) time.Duration { return time.Duration(60*sec - now) }, true},
+		{"fixed, Unix seconds rounded up", func(now int64) time.Duration {
+			return time.Duration(60*sec-now) + time.Duration(sec-(60*sec-now)%sec)%time.Duration(sec)
+		}, true},
+		{"fixed, delta seconds rounded up", func(now int64) time.Duration {
+			d := 60*sec - now
+			return time.Duration((d + sec - 1) / sec * sec)
+		}, true},
+		{"sliding: the reset moves with every answer", func(int64) time.Duration { return time.Second }, false},
+		{"sliding, 10 s window: the oldest leaves later", func(now int64) time.Duration { return time.Duration(sec - now%sec) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vw := &quotaView{}
+			for now := int64(0); now <= 5*sec; now += 50 * int64(time.Millisecond) {
+				vw.detect([]Quota{xrl(1000, 500, tc.reset(now))}, now)
+			}
+			if vw.fixed != tc.fixed {
+				t.Fatalf("fixed = %v, want %v", vw.fixed, tc.fixed)
+			}
+		})
+	}
+
+	// Fixed: 300 left 50 s before the reset, 100 sent since the reading.
+	now := 10 * sec
+	vw := &quotaView{fixed: true}
+	fill(vw, &b, 1000, now-2*sec, now, 50)
+	sig := Signal{Quotas: []Quota{xrl(12000, 400, 50*time.Second)}}
+	spec, _, ok := vw.decide(&b, now-2*sec, true, sig, now)
+	want := max((400-0.02*12000-1-100)/50.0, minUnitsPerWindow/120.0) // the rule takes 120 s to spend 12000
+	if !ok || math.Abs(spec.rate-want) > 0.01 || spec.span != 50*time.Second {
+		t.Errorf("fixed spread = %+v, want %.2f/s for 50s", spec, want)
+	}
+
+	views := newQuotaViews()
+	views.views["api"] = &quotaView{fixed: true}
+	bs := []bucket{b}
+	exhausted := Signal{Quotas: []Quota{xrl(100, 0, 20*time.Second)}}
+	if act := views.read(bs, booking{}, exhausted, now); act.pause != 20*time.Second {
+		t.Errorf("fixed, none left: pause %v, want 20s", act.pause)
+	}
+	views.views["api"].fixed = false
+	if act := views.read(bs, booking{}, Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, now); act.pause != 0 {
+		t.Errorf("sliding, none left on a success: pause %v, want none", act.pause)
+	}
+}
+
+// TestQuotaViewNoWaitBackoff: rejections that name no wait pause the fleet
+// for a backoff that doubles while they continue, and starts again after a
+// success.
+func TestQuotaViewNoWaitBackoff(t *testing.T) {
+	views := newQuotaViews()
+	bs := []bucket{quotaBucket()}
+	rejected := Signal{Limited: true, Reason: "global-rate"}
+	var got []time.Duration
+	for range 6 {
+		got = append(got, views.read(bs, booking{}, rejected, 0).pause)
+	}
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pauses %v, want %v", got, want)
+		}
+	}
+	views.read(bs, booking{}, Signal{}, 0) // a success
+	if views.struck.Load() != 0 {
+		t.Error("a success left strikes")
+	}
+	if d := views.read(bs, booking{}, rejected, 0).pause; d != noWaitPause {
+		t.Errorf("after a success: %v, want %v", d, noWaitPause)
+	}
+	named := Signal{Limited: true, RetryAfter: 3 * time.Second, HasRetryAfter: true}
+	if d := views.read(bs, booking{}, named, 0).pause; d != 3*time.Second {
+		t.Errorf("named wait: %v", d)
+	}
+}
+
+func TestLedger(t *testing.T) {
+	ms := int64(time.Millisecond)
+	var l ledger
+	if _, ok := l.window(1000*ms, 0); ok {
+		t.Error("empty ledger answered")
+	}
+	for i := int64(0); i <= 60; i++ {
+		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms) // 100 units a second from count 50
+	}
+	if n, ok := l.at(1500 * ms); !ok || n != 100 {
+		t.Errorf("at 1.5s = %d, %v; want 100", n, ok)
+	}
+	if n, ok := l.window(1000*ms, 3000*ms); !ok || n != 100 {
+		t.Errorf("window = %d, %v; want 100", n, ok)
+	}
+	if n, ok := l.window(1000*ms, 3030*ms); !ok || n != 100 {
+		t.Errorf("window ending between samples = %d, %v; want 100 (to the sample before)", n, ok)
+	}
+	if n, ok := l.since(2400 * ms); !ok || n != 100 {
+		t.Errorf("since = %d, %v; want 100", n, ok)
+	}
+	if _, ok := l.at(500 * ms); ok {
+		t.Error("before the oldest sample of a count begun earlier")
+	}
+	// The ring keeps the newest ledgerSize samples.
+	for i := int64(61); i <= 70; i++ {
+		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms)
+	}
+	if l.len != ledgerSize {
+		t.Errorf("len = %d", l.len)
+	}
+	// A lower count starts afresh, and a ledger that saw its count begin
+	// counts nothing before it.
+	l.add(5000*ms, 1, 10*ms)
+	l.add(5100*ms, 11, 10*ms)
+	if l.len != 2 {
+		t.Errorf("after a restart len = %d", l.len)
+	}
+	if n, ok := l.window(1000*ms, 5100*ms); !ok || n != 10 {
+		t.Errorf("window from the count's start = %d, %v; want 10", n, ok)
+	}
+	// Samples closer than the spacing are dropped.
+	l.add(5105*ms, 12, 10*ms)
+	if l.len != 2 {
+		t.Errorf("a sample within the spacing was kept")
+	}
+}
