@@ -35,16 +35,40 @@ func AnthropicPreset(c LLMConfig) Preset {
 // Source: docs.anthropic.com/en/api/rate-limits ("Response headers").
 var Anthropic throttle.Dialect = throttle.DialectFunc(parseAnthropic)
 
+// anthropicPrefix begins the key of every field the Anthropic dialect
+// reads.
+const anthropicPrefix = "Anthropic-Ratelimit-"
+
+// anthropicQuotas are the quotas Anthropic reports, in the order they are
+// read.
+var anthropicQuotas = [...]quotaFields{
+	anthropicQuota("requests", "requests"),
+	anthropicQuota("tokens", "tokens"),
+	anthropicQuota("input-tokens", "tokens"),
+	anthropicQuota("output-tokens", "tokens"),
+}
+
+// anthropicQuota returns the fields of the quota name:
+// anthropic-ratelimit-<name>-{limit,remaining,reset}.
+func anthropicQuota(name, unit string) quotaFields {
+	return quotaFields{
+		name: name, unit: unit,
+		limit:     http.CanonicalHeaderKey(anthropicPrefix + name + "-limit"),
+		remaining: http.CanonicalHeaderKey(anthropicPrefix + name + "-remaining"),
+		reset:     http.CanonicalHeaderKey(anthropicPrefix + name + "-reset"),
+	}
+}
+
 func parseAnthropic(_ int, h http.Header, now time.Time, s *throttle.Signal) {
-	for _, name := range [...]string{"requests", "tokens", "input-tokens", "output-tokens"} {
-		q := throttle.Quota{Name: name, Unit: "tokens"}
-		if name == "requests" {
-			q.Unit = "requests"
-		}
-		prefix := "Anthropic-Ratelimit-" + name + "-"
-		q.Limit, q.HasLimit = throttle.ParseCount(value(h, prefix+"limit"))
-		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, prefix+"remaining"))
-		q.Reset, q.HasReset = ParseRFC3339Reset(value(h, prefix+"reset"), now)
+	if !hasKeyPrefix(h, anthropicPrefix) {
+		return
+	}
+	for i := range anthropicQuotas {
+		f := &anthropicQuotas[i]
+		q := throttle.Quota{Name: f.name, Unit: f.unit}
+		q.Limit, q.HasLimit = throttle.ParseCount(value(h, f.limit))
+		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, f.remaining))
+		q.Reset, q.HasReset = ParseRFC3339Reset(value(h, f.reset), now)
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)
 		}

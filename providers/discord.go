@@ -62,13 +62,20 @@ func DiscordPreset(c DiscordConfig) Preset {
 // Source: discord.com/developers/docs/topics/rate-limits.
 var Discord throttle.Dialect = throttle.DialectFunc(parseDiscord)
 
+// Canonical keys of the fields the Discord dialect reads.
+var (
+	discordBucket = http.CanonicalHeaderKey("X-RateLimit-Bucket")
+	discordScope  = http.CanonicalHeaderKey("X-RateLimit-Scope")
+	discordGlobal = http.CanonicalHeaderKey("X-RateLimit-Global")
+)
+
 func parseDiscord(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
-	if b := value(h, "X-Ratelimit-Bucket"); b != "" {
+	if b := value(h, discordBucket); b != "" {
 		s.Bucket = b
 	}
-	if sc := value(h, "X-Ratelimit-Scope"); sc != "" {
+	if sc := value(h, discordScope); sc != "" {
 		s.Scope = sc
-	} else if strings.EqualFold(value(h, "X-Ratelimit-Global"), "true") {
+	} else if strings.EqualFold(value(h, discordGlobal), "true") {
 		s.Scope = "global"
 	}
 }

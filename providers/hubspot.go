@@ -18,21 +18,40 @@ import (
 // Source: developers.hubspot.com/docs/api/usage-details.
 var HubSpot throttle.Dialect = throttle.DialectFunc(parseHubSpot)
 
+// hubSpotPrefix begins the key of every field the HubSpot dialect reads.
+const hubSpotPrefix = "X-Hubspot-Ratelimit-"
+
+// Canonical keys of the fields the HubSpot dialect reads.
+var (
+	hubSpotIntervalMillis    = http.CanonicalHeaderKey(hubSpotPrefix + "Interval-Milliseconds")
+	hubSpotMax               = http.CanonicalHeaderKey(hubSpotPrefix + "Max")
+	hubSpotRemaining         = http.CanonicalHeaderKey(hubSpotPrefix + "Remaining")
+	hubSpotDaily             = http.CanonicalHeaderKey(hubSpotPrefix + "Daily")
+	hubSpotDailyRemaining    = http.CanonicalHeaderKey(hubSpotPrefix + "Daily-Remaining")
+	hubSpotSecondly          = http.CanonicalHeaderKey(hubSpotPrefix + "Secondly")
+	hubSpotSecondlyRemaining = http.CanonicalHeaderKey(hubSpotPrefix + "Secondly-Remaining")
+)
+
 func parseHubSpot(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
-	const p = "X-Hubspot-Ratelimit-"
-	add := func(name, limitField, remainingField string, window time.Duration) {
-		q := throttle.Quota{Name: name, Unit: "requests", Window: window}
-		q.Limit, q.HasLimit = throttle.ParseCount(value(h, p+limitField))
-		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, p+remainingField))
-		if q.HasLimit || q.HasRemaining {
-			s.SetQuota(q)
-		}
+	if !hasKeyPrefix(h, hubSpotPrefix) {
+		return
 	}
 	var interval time.Duration
-	if ms, ok := throttle.ParseCount(value(h, p+"Interval-Milliseconds")); ok {
+	if ms, ok := throttle.ParseCount(value(h, hubSpotIntervalMillis)); ok {
 		interval = throttle.SecondsToDuration(float64(ms) / 1000)
 	}
-	add("interval", "Max", "Remaining", interval)
-	add("daily", "Daily", "Daily-Remaining", 24*time.Hour)
-	add("secondly", "Secondly", "Secondly-Remaining", time.Second)
+	setHubSpotQuota(h, s, "interval", hubSpotMax, hubSpotRemaining, interval)
+	setHubSpotQuota(h, s, "daily", hubSpotDaily, hubSpotDailyRemaining, 24*time.Hour)
+	setHubSpotQuota(h, s, "secondly", hubSpotSecondly, hubSpotSecondlyRemaining, time.Second)
+}
+
+// setHubSpotQuota sets the quota name from the fields with canonical keys
+// limit and remaining when either is valid.
+func setHubSpotQuota(h http.Header, s *throttle.Signal, name, limit, remaining string, window time.Duration) {
+	q := throttle.Quota{Name: name, Unit: "requests", Window: window}
+	q.Limit, q.HasLimit = throttle.ParseCount(value(h, limit))
+	q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, remaining))
+	if q.HasLimit || q.HasRemaining {
+		s.SetQuota(q)
+	}
 }

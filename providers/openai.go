@@ -38,15 +38,37 @@ func OpenAIPreset(c LLMConfig) Preset {
 // headers"); the OpenAI Python SDK for retry-after-ms and x-should-retry.
 var OpenAI throttle.Dialect = throttle.DialectFunc(parseOpenAI)
 
+// openAIPrefix begins the key of every field the OpenAI dialect reads.
+const openAIPrefix = "X-Ratelimit-"
+
+// openAIQuotas are the quotas OpenAI reports, in the order they are read.
+var openAIQuotas = [...]quotaFields{
+	openAIQuota("requests", "requests"),
+	openAIQuota("tokens", "tokens"),
+	openAIQuota("tokens_usage_based", "tokens"),
+}
+
+// openAIQuota returns the fields of the quota name:
+// x-ratelimit-{limit,remaining,reset}-<name>.
+func openAIQuota(name, unit string) quotaFields {
+	return quotaFields{
+		name: name, unit: unit,
+		limit:     http.CanonicalHeaderKey(openAIPrefix + "Limit-" + name),
+		remaining: http.CanonicalHeaderKey(openAIPrefix + "Remaining-" + name),
+		reset:     http.CanonicalHeaderKey(openAIPrefix + "Reset-" + name),
+	}
+}
+
 func parseOpenAI(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
-	for _, name := range [...]string{"requests", "tokens", "tokens_usage_based"} {
-		q := throttle.Quota{Name: name, Unit: "tokens"}
-		if name == "requests" {
-			q.Unit = "requests"
-		}
-		q.Limit, q.HasLimit = throttle.ParseCount(value(h, "X-Ratelimit-Limit-"+name))
-		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, "X-Ratelimit-Remaining-"+name))
-		q.Reset, q.HasReset = ParseOpenAIDuration(value(h, "X-Ratelimit-Reset-"+name))
+	if !hasKeyPrefix(h, openAIPrefix) {
+		return
+	}
+	for i := range openAIQuotas {
+		f := &openAIQuotas[i]
+		q := throttle.Quota{Name: f.name, Unit: f.unit}
+		q.Limit, q.HasLimit = throttle.ParseCount(value(h, f.limit))
+		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, f.remaining))
+		q.Reset, q.HasReset = ParseOpenAIDuration(value(h, f.reset))
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)
 		}

@@ -23,8 +23,12 @@ const maxLimitInfoLen = 1024
 // Header".
 var Salesforce throttle.Dialect = throttle.DialectFunc(parseSalesforce)
 
+// sforceLimitInfo is the canonical key of the field the Salesforce dialect
+// reads.
+var sforceLimitInfo = http.CanonicalHeaderKey("Sforce-Limit-Info")
+
 func parseSalesforce(status int, h http.Header, _ time.Time, s *throttle.Signal) {
-	info := throttle.HeaderValue(h, "Sforce-Limit-Info", maxLimitInfoLen)
+	info := boundedValue(h, sforceLimitInfo, maxLimitInfoLen)
 	if info == "" {
 		return
 	}

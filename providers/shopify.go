@@ -108,8 +108,12 @@ func ShopifyPreset(c ShopifyConfig) Preset {
 // Source: shopify.dev/docs/api/admin-rest/usage/rate-limits.
 var Shopify throttle.Dialect = throttle.DialectFunc(parseShopify)
 
+// shopifyCallLimit is the canonical key of the field the Shopify dialect
+// reads.
+var shopifyCallLimit = http.CanonicalHeaderKey("X-Shopify-Shop-Api-Call-Limit")
+
 func parseShopify(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
-	used, size, ok := ParseUsedOfLimit(value(h, "X-Shopify-Shop-Api-Call-Limit"))
+	used, size, ok := ParseUsedOfLimit(value(h, shopifyCallLimit))
 	if !ok {
 		return
 	}

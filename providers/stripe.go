@@ -154,11 +154,17 @@ func isStripeID(seg string) bool {
 // Source: docs.stripe.com/rate-limits; stripe-go (Stripe-Should-Retry).
 var Stripe throttle.Dialect = throttle.DialectFunc(parseStripe)
 
+// Canonical keys of the fields the Stripe dialect reads.
+var (
+	stripeLimitedReason = http.CanonicalHeaderKey("Stripe-Rate-Limited-Reason")
+	stripeShouldRetry   = http.CanonicalHeaderKey("Stripe-Should-Retry")
+)
+
 func parseStripe(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
-	if r := value(h, "Stripe-Rate-Limited-Reason"); r != "" {
+	if r := value(h, stripeLimitedReason); r != "" {
 		s.Reason = r
 	}
-	if hint := throttle.ParseShouldRetry(value(h, "Stripe-Should-Retry")); hint != throttle.RetryHintNone {
+	if hint := throttle.ParseShouldRetry(value(h, stripeShouldRetry)); hint != throttle.RetryHintNone {
 		s.ShouldRetry = hint
 	}
 }
