@@ -42,6 +42,7 @@ func BenchmarkParseSignalNoHeaders(b *testing.B) {
 		"Strict-Transport-Security": {"max-age=63072000"},
 	}
 	b.Run("content-type", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare) })
+	b.Run("content-type/openai", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare, providers.OpenAI) })
 	b.Run("content-type/dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare, benchDialects...) })
 	b.Run("typical", func(b *testing.B) { benchParseSignal(b, http.StatusOK, typical) })
 	b.Run("typical/dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, typical, benchDialects...) })

@@ -80,6 +80,21 @@ func TestDialectsConcurrent(t *testing.T) {
 	}
 }
 
+// TestDialectsNoHeadersAllocs guards the common case: a dialect run on a
+// response without its fields allocates nothing.
+func TestDialectsNoHeadersAllocs(t *testing.T) {
+	h := http.Header{"Content-Type": {"application/json"}, "Date": {"Mon, 05 Aug 2019 09:27:05 GMT"}}
+	now := time.Unix(1700000000, 0)
+	var s throttle.Signal
+	for i, d := range allDialects {
+		for _, status := range []int{http.StatusOK, http.StatusForbidden, http.StatusTooManyRequests} {
+			if n := testing.AllocsPerRun(100, func() { d.Parse(status, h, now, &s) }); n != 0 {
+				t.Errorf("dialect %d, status %d: %v allocations, want 0", i, status, n)
+			}
+		}
+	}
+}
+
 // checkDialectSignal asserts the invariants every dialect must keep once
 // ParseSignal has normalised the result.
 func checkDialectSignal(t *testing.T, s throttle.Signal, maxWait time.Duration) {
