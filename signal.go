@@ -324,9 +324,37 @@ func (f DialectFunc) Parse(status int, h http.Header, now time.Time, s *Signal) 
 // ParseSignal is safe for concurrent use if the dialects are, and does not
 // modify h.
 func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration, dialects ...Dialect) Signal {
+	if len(dialects) > 0 {
+		return parseSignalDialects(status, h, now, maxWait, dialects)
+	}
 	var s Signal
+	parseStandard(status, h, now, &s)
+	s.Normalize(maxWait)
+	return s
+}
+
+// parseSignalDialects is [ParseSignal] with dialects. Its Signal is on
+// the heap, since the dialects (interfaces) receive its address; without
+// dialects, ParseSignal keeps its Signal on the stack.
+func parseSignalDialects(status int, h http.Header, now time.Time, maxWait time.Duration, dialects []Dialect) Signal {
+	s := new(Signal)
+	parseStandard(status, h, now, s)
+	for _, d := range dialects {
+		if d != nil {
+			d.Parse(status, h, now, s)
+		}
+	}
+	s.Normalize(maxWait)
+	return *s
+}
+
+// parseStandard runs the standard parsers of [ParseSignal] on the fields
+// h holds, then sets Limited from the status. One pass over h's keys says
+// which families of fields are present, so a response without rate-limit
+// fields costs that pass and no lookup.
+func parseStandard(status int, h http.Header, now time.Time, s *Signal) {
 	if len(h) > 0 {
-		parseStandard(h, now, &s)
+		readStandardFields(h, now, s)
 	}
 	switch status {
 	case http.StatusTooManyRequests:
@@ -334,18 +362,9 @@ func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration
 	case http.StatusServiceUnavailable:
 		s.Limited = s.HasRetryAfter
 	}
-	if len(dialects) > 0 {
-		s = runDialects(status, h, now, s, dialects)
-	}
-	s.Normalize(maxWait)
-	return s
 }
 
-// parseStandard runs the standard parsers of [ParseSignal] on the fields
-// h holds. One pass over h's keys says which families of fields are
-// present, so a response without rate-limit fields costs that pass and
-// no lookup.
-func parseStandard(h http.Header, now time.Time, s *Signal) {
+func readStandardFields(h http.Header, now time.Time, s *Signal) {
 	f := presentFields(h)
 	if f == 0 {
 		return
@@ -375,20 +394,6 @@ func parseStandard(h http.Header, now time.Time, s *Signal) {
 	if f&fieldsShouldRetry != 0 {
 		s.ShouldRetry = ParseShouldRetry(headerFirst(h, keyShouldRetry, maxNumericHeaderLen))
 	}
-}
-
-// runDialects runs each non-nil dialect on s in order and returns the
-// result. It takes s by value: the pointer the dialects receive escapes
-// (they are interfaces), so the copy it points to is allocated only
-// when there are dialects to run.
-func runDialects(status int, h http.Header, now time.Time, s Signal, dialects []Dialect) Signal {
-	p := &s
-	for _, d := range dialects {
-		if d != nil {
-			d.Parse(status, h, now, p)
-		}
-	}
-	return *p
 }
 
 // Canonical keys (textproto.CanonicalMIMEHeaderKey) of the fields that
