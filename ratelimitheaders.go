@@ -109,25 +109,57 @@ func ParseRateLimitReset(value string, now time.Time) (time.Duration, bool) {
 // usable. Only the first line of each field is used; values over 256 bytes
 // are ignored.
 func ParseXRateLimit(h http.Header, now time.Time) (Quota, bool) {
-	if q, ok := parseXRateLimitPrefix(h, now, "X-Ratelimit-"); ok {
-		return q, true
-	}
-	return parseXRateLimitPrefix(h, now, "X-Rate-Limit-")
+	return parseXRateLimit(h, now, fieldsXRateLimit|fieldsXRateLimitX)
 }
 
-func parseXRateLimitPrefix(h http.Header, now time.Time, prefix string) (Quota, bool) {
-	get := func(suffix string) string { return headerFirst(h, prefix+suffix, maxNumericHeaderLen) }
+// parseXRateLimit is [ParseXRateLimit] reading only the families in f.
+func parseXRateLimit(h http.Header, now time.Time, f fieldSet) (Quota, bool) {
+	if f&fieldsXRateLimit != 0 {
+		if q, ok := parseXRateLimitFields(h, now, &xRateLimitKeys); ok {
+			return q, true
+		}
+	}
+	if f&fieldsXRateLimitX != 0 {
+		return parseXRateLimitFields(h, now, &xRateLimitXKeys)
+	}
+	return Quota{Name: "requests", Unit: "requests"}, false
+}
+
+// xRateLimitFields are the canonical keys of one family of X-RateLimit-*
+// style fields.
+type xRateLimitFields struct {
+	limit, remaining, used, resetAfter, reset string
+}
+
+var (
+	xRateLimitKeys = xRateLimitFields{
+		limit:      prefixXRateLimit + "Limit",
+		remaining:  prefixXRateLimit + "Remaining",
+		used:       prefixXRateLimit + "Used",
+		resetAfter: prefixXRateLimit + "Reset-After",
+		reset:      prefixXRateLimit + "Reset",
+	}
+	xRateLimitXKeys = xRateLimitFields{
+		limit:      prefixXRateLimitX + "Limit",
+		remaining:  prefixXRateLimitX + "Remaining",
+		used:       prefixXRateLimitX + "Used",
+		resetAfter: prefixXRateLimitX + "Reset-After",
+		reset:      prefixXRateLimitX + "Reset",
+	}
+)
+
+func parseXRateLimitFields(h http.Header, now time.Time, k *xRateLimitFields) (Quota, bool) {
 	q := Quota{Name: "requests", Unit: "requests"}
-	q.Limit, q.HasLimit = ParseCount(get("Limit"))
-	q.Remaining, q.HasRemaining = ParseCount(get("Remaining"))
+	q.Limit, q.HasLimit = ParseCount(headerFirst(h, k.limit, maxNumericHeaderLen))
+	q.Remaining, q.HasRemaining = ParseCount(headerFirst(h, k.remaining, maxNumericHeaderLen))
 	if !q.HasRemaining && q.HasLimit {
-		if used, ok := ParseCount(get("Used")); ok {
+		if used, ok := ParseCount(headerFirst(h, k.used, maxNumericHeaderLen)); ok {
 			q.Remaining, q.HasRemaining = max(q.Limit-used, 0), true
 		}
 	}
-	if d, ok := ParseDelaySeconds(get("Reset-After")); ok {
+	if d, ok := ParseDelaySeconds(headerFirst(h, k.resetAfter, maxNumericHeaderLen)); ok {
 		q.Reset, q.HasReset = d, true
-	} else if d, ok := ParseRateLimitReset(get("Reset"), now); ok {
+	} else if d, ok := ParseRateLimitReset(headerFirst(h, k.reset, maxNumericHeaderLen), now); ok {
 		q.Reset, q.HasReset = d, true
 	}
 	return q, q.HasLimit || q.HasRemaining || q.HasReset
@@ -157,8 +189,8 @@ func parseXRateLimitPrefix(h http.Header, now time.Time, prefix string) (Quota, 
 // field are joined (RFC 9651 §4.2); a field over 4 KiB is ignored. At most
 // 64 quotas are returned.
 func ParseIETFRateLimit(h http.Header, now time.Time) []Quota {
-	policies, policiesOK := sfList(h, "Ratelimit-Policy")
-	limits, limitsOK := sfList(h, "Ratelimit")
+	policies, policiesOK := sfList(h, keyRateLimitPolicy)
+	limits, limitsOK := sfList(h, keyRateLimit)
 	if (policiesOK && hasStringItem(policies)) || (limitsOK && hasStringItem(limits)) {
 		return parseIETF10(policies, limits)
 	}
@@ -169,8 +201,8 @@ func ParseIETFRateLimit(h http.Header, now time.Time) []Quota {
 	return []Quota{q}
 }
 
-func sfList(h http.Header, name string) (httpsfv.List, bool) {
-	v, ok := headerJoined(h, name, maxStructuredHeaderLen)
+func sfList(h http.Header, key string) (httpsfv.List, bool) {
+	v, ok := headerJoined(h, key, maxStructuredHeaderLen)
 	if !ok {
 		return nil, false
 	}
@@ -312,7 +344,7 @@ func sfBytes(p *httpsfv.Params, key string) (string, bool) {
 // parseIETFLegacy reads the -07 Dictionary form, else the -06 fields.
 func parseIETFLegacy(h http.Header, now time.Time, policies httpsfv.List) (Quota, bool) {
 	q := Quota{Name: "default", Unit: "requests"}
-	if v, ok := headerJoined(h, "Ratelimit", maxStructuredHeaderLen); ok {
+	if v, ok := headerJoined(h, keyRateLimit, maxStructuredHeaderLen); ok {
 		if d, err := httpsfv.UnmarshalDictionary([]string{v}); err == nil {
 			q.Limit, q.HasLimit = sfDictInt(d, "limit")
 			q.Remaining, q.HasRemaining = sfDictInt(d, "remaining")
@@ -322,10 +354,9 @@ func parseIETFLegacy(h http.Header, now time.Time, policies httpsfv.List) (Quota
 		}
 	}
 	if !q.HasLimit && !q.HasRemaining && !q.HasReset {
-		get := func(n string) string { return headerFirst(h, n, maxNumericHeaderLen) }
-		q.Limit, q.HasLimit = ParseCount(get("Ratelimit-Limit"))
-		q.Remaining, q.HasRemaining = ParseCount(get("Ratelimit-Remaining"))
-		q.Reset, q.HasReset = ParseRateLimitReset(get("Ratelimit-Reset"), now)
+		q.Limit, q.HasLimit = ParseCount(headerFirst(h, keyRateLimitLimit, maxNumericHeaderLen))
+		q.Remaining, q.HasRemaining = ParseCount(headerFirst(h, keyRateLimitRemaining, maxNumericHeaderLen))
+		q.Reset, q.HasReset = ParseRateLimitReset(headerFirst(h, keyRateLimitReset, maxNumericHeaderLen), now)
 	}
 	// Legacy RateLimit-Policy: Integer items (the quota) with a w param.
 	// The policy whose quota equals the limit gives the window; with no

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 )
@@ -314,70 +315,176 @@ func (f DialectFunc) Parse(status int, h http.Header, now time.Time, s *Signal) 
 // RFC 9651 requires. Values longer than 256 bytes (numeric and text fields)
 // or 4 KiB (structured fields) are ignored before parsing. Malformed values
 // are ignored, never an error: a signal is advice, and a bad header must
-// not fail a response that the server otherwise delivered.
+// not fail a response that the server otherwise delivered. Fields are
+// found as http.Header.Get finds them, by their canonical keys.
+//
+// A response without rate-limit fields costs one pass over h's keys, and
+// without dialects allocates nothing.
 //
 // ParseSignal is safe for concurrent use if the dialects are, and does not
 // modify h.
 func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration, dialects ...Dialect) Signal {
+	if len(dialects) > 0 {
+		return parseSignalDialects(status, h, now, maxWait, dialects)
+	}
 	var s Signal
-	if d, ok := ParseRetryAfterMillis(headerFirst(h, "Retry-After-Ms", maxNumericHeaderLen)); ok {
-		s.RetryAfter, s.HasRetryAfter = d, true
-	} else if d, ok := ParseRetryAfter(headerFirst(h, "Retry-After", maxNumericHeaderLen), now); ok {
-		s.RetryAfter, s.HasRetryAfter = d, true
-	}
-	if q, ok := ParseXRateLimit(h, now); ok {
-		s.SetQuota(q)
-	}
-	if r := headerFirst(h, "X-Ratelimit-Resource", maxNumericHeaderLen); r != "" {
-		s.Scope = r
-	}
-	for _, q := range ParseIETFRateLimit(h, now) {
-		s.SetQuota(q)
-	}
-	s.ShouldRetry = ParseShouldRetry(headerFirst(h, "X-Should-Retry", maxNumericHeaderLen))
+	parseStandard(status, h, now, &s)
+	s.Normalize(maxWait)
+	return s
+}
 
+// parseSignalDialects is [ParseSignal] with dialects. Its Signal is on
+// the heap, since the dialects (interfaces) receive its address; without
+// dialects, ParseSignal keeps its Signal on the stack.
+func parseSignalDialects(status int, h http.Header, now time.Time, maxWait time.Duration, dialects []Dialect) Signal {
+	s := new(Signal)
+	parseStandard(status, h, now, s)
+	for _, d := range dialects {
+		if d != nil {
+			d.Parse(status, h, now, s)
+		}
+	}
+	s.Normalize(maxWait)
+	return *s
+}
+
+// parseStandard runs the standard parsers of [ParseSignal] on the fields
+// h holds, then sets Limited from the status. One pass over h's keys says
+// which families of fields are present, so a response without rate-limit
+// fields costs that pass and no lookup.
+func parseStandard(status int, h http.Header, now time.Time, s *Signal) {
+	if len(h) > 0 {
+		readStandardFields(h, now, s)
+	}
 	switch status {
 	case http.StatusTooManyRequests:
 		s.Limited = true
 	case http.StatusServiceUnavailable:
 		s.Limited = s.HasRetryAfter
 	}
-	for _, d := range dialects {
-		if d != nil {
-			d.Parse(status, h, now, &s)
+}
+
+func readStandardFields(h http.Header, now time.Time, s *Signal) {
+	f := presentFields(h)
+	if f == 0 {
+		return
+	}
+	if f&fieldsRetryAfter != 0 {
+		if d, ok := ParseRetryAfterMillis(headerFirst(h, keyRetryAfterMs, maxNumericHeaderLen)); ok {
+			s.RetryAfter, s.HasRetryAfter = d, true
+		} else if d, ok := ParseRetryAfter(headerFirst(h, keyRetryAfter, maxNumericHeaderLen), now); ok {
+			s.RetryAfter, s.HasRetryAfter = d, true
 		}
 	}
-	s.Normalize(maxWait)
-	return s
+	if f&(fieldsXRateLimit|fieldsXRateLimitX) != 0 {
+		if q, ok := parseXRateLimit(h, now, f); ok {
+			s.SetQuota(q)
+		}
+	}
+	if f&fieldsXRateLimit != 0 {
+		if r := headerFirst(h, keyXRateLimitResource, maxNumericHeaderLen); r != "" {
+			s.Scope = r
+		}
+	}
+	if f&fieldsIETF != 0 {
+		for _, q := range ParseIETFRateLimit(h, now) {
+			s.SetQuota(q)
+		}
+	}
+	if f&fieldsShouldRetry != 0 {
+		s.ShouldRetry = ParseShouldRetry(headerFirst(h, keyShouldRetry, maxNumericHeaderLen))
+	}
+}
+
+// Canonical keys (textproto.CanonicalMIMEHeaderKey) of the fields that
+// ParseSignal reads itself. With a canonical key, h[key] finds exactly
+// what h.Get(key) finds, without canonicalising the name on every
+// response: http.Header's Set and Add, and the server side of net/http,
+// store canonical keys, and a key stored in another form is found by
+// neither.
+const (
+	keyRetryAfterMs       = "Retry-After-Ms"
+	keyRetryAfter         = "Retry-After"
+	keyXRateLimitResource = "X-Ratelimit-Resource"
+	keyShouldRetry        = "X-Should-Retry"
+	keyRateLimit          = "Ratelimit"
+	keyRateLimitPolicy    = "Ratelimit-Policy"
+	keyRateLimitLimit     = "Ratelimit-Limit"
+	keyRateLimitRemaining = "Ratelimit-Remaining"
+	keyRateLimitReset     = "Ratelimit-Reset"
+
+	// prefixXRateLimit and prefixXRateLimitX begin every X-RateLimit-*
+	// and X/Twitter x-rate-limit-* key.
+	prefixXRateLimit  = "X-Ratelimit-"
+	prefixXRateLimitX = "X-Rate-Limit-"
+)
+
+// fieldSet says which families of standard rate-limit fields a header
+// holds.
+type fieldSet uint8
+
+const (
+	fieldsRetryAfter  fieldSet = 1 << iota // Retry-After, Retry-After-Ms
+	fieldsXRateLimit                       // X-Ratelimit-*
+	fieldsXRateLimitX                      // X-Rate-Limit-* (X/Twitter)
+	fieldsIETF                             // Ratelimit, Ratelimit-*
+	fieldsShouldRetry                      // X-Should-Retry
+)
+
+// presentFields returns the families of standard fields whose canonical
+// keys h holds, in one pass over its keys. Every key ParseSignal looks up
+// starts with its family's prefix, so a family left out here has nothing
+// a lookup would find.
+func presentFields(h http.Header) fieldSet {
+	var f fieldSet
+	for k := range h {
+		if len(k) < len(keyRateLimit) { // the shortest key read
+			continue
+		}
+		switch k[0] {
+		case 'R':
+			if strings.HasPrefix(k, keyRetryAfter) {
+				f |= fieldsRetryAfter
+			} else if strings.HasPrefix(k, keyRateLimit) {
+				f |= fieldsIETF
+			}
+		case 'X':
+			switch {
+			case strings.HasPrefix(k, prefixXRateLimit):
+				f |= fieldsXRateLimit
+			case strings.HasPrefix(k, prefixXRateLimitX):
+				f |= fieldsXRateLimitX
+			case k == keyShouldRetry:
+				f |= fieldsShouldRetry
+			}
+		}
+	}
+	return f
 }
 
 // HeaderValue returns the first value of header field name in h, with
 // surrounding whitespace removed, or "" when it is absent or longer than
 // maxLen bytes. Dialects use it to read untrusted values with a bound.
 func HeaderValue(h http.Header, name string, maxLen int) string {
-	return headerFirst(h, name, maxLen)
+	return headerFirst(h, textproto.CanonicalMIMEHeaderKey(name), maxLen)
 }
 
-func headerFirst(h http.Header, name string, maxLen int) string {
-	if h == nil {
+// headerFirst is [HeaderValue] for a canonical key: the first line of the
+// field, trimmed, or "" when absent or longer than maxLen.
+func headerFirst(h http.Header, key string, maxLen int) string {
+	v := h[key]
+	if len(v) == 0 || len(v[0]) > maxLen {
 		return ""
 	}
-	v := h.Get(name)
-	if len(v) > maxLen {
-		return ""
-	}
-	return strings.TrimSpace(v)
+	return strings.TrimSpace(v[0])
 }
 
-// headerJoined joins every line of a structured field with ", " as RFC 9651
-// §4.2 requires, or returns false when the field is absent or the result
-// would exceed maxLen (the whole field is then ignored, never truncated:
-// a truncated list could change meaning).
-func headerJoined(h http.Header, name string, maxLen int) (string, bool) {
-	if h == nil {
-		return "", false
-	}
-	lines := h.Values(name)
+// headerJoined joins every line of the structured field with canonical
+// key key with ", " as RFC 9651 §4.2 requires, or returns false when the
+// field is absent or the result would exceed maxLen (the whole field is
+// then ignored, never truncated: a truncated list could change meaning).
+func headerJoined(h http.Header, key string, maxLen int) (string, bool) {
+	lines := h[key]
 	if len(lines) == 0 {
 		return "", false
 	}
