@@ -96,3 +96,73 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitQueueWarp: a waiter follows the re-timings of its limiter
+// bucket's booked future while it sleeps, several in a row included, and
+// no other bucket's.
+func TestWaitQueueWarp(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	a := bucket{key: "a", rule: "ra", interval: time.Millisecond, cost: 1}
+	b := bucket{key: "b", rule: "rb", interval: time.Millisecond, cost: 1}
+	for _, tc := range []struct {
+		name  string
+		warps []struct {
+			key string
+			at  time.Duration
+			k   float64
+		}
+		want time.Duration
+	}{
+		{name: "no warp", want: time.Second},
+		{name: "a raise halves what is left", warps: []struct {
+			key string
+			at  time.Duration
+			k   float64
+		}{{"a", 200 * time.Millisecond, 0.5}}, want: 600 * time.Millisecond},
+		{name: "a cut, then a raise", warps: []struct {
+			key string
+			at  time.Duration
+			k   float64
+		}{{"a", 100 * time.Millisecond, 2}, {"a", 300 * time.Millisecond, 0.25}}, want: 300*time.Millisecond + (1900*time.Millisecond-300*time.Millisecond)/4},
+		{name: "another bucket's warp", warps: []struct {
+			key string
+			at  time.Duration
+			k   float64
+		}{{"b", 200 * time.Millisecond, 0.5}}, want: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := fakeclock.New(start)
+			q := newWaitQueue(10)
+			bs := []bucket{a, b}
+			if err := q.enter(bs); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan time.Time, 1)
+			go func() {
+				if err := q.depart(context.Background(), clk, bs, 0, time.Second, -1); err != nil {
+					t.Error(err)
+				}
+				done <- clk.Now()
+			}()
+			clk.WaitTimers(1)
+			for _, w := range tc.warps {
+				clk.Set(start.Add(w.at))
+				q.warp(w.key, clk.Now(), w.k)
+				clk.WaitTimers(1)
+			}
+			// Step the clock until the waiter leaves.
+			for {
+				select {
+				case at := <-done:
+					if got := at.Sub(start); (got - tc.want).Abs() > 2*time.Millisecond {
+						t.Errorf("left at %v, want %v", got, tc.want)
+					}
+					return
+				default:
+				}
+				clk.Advance(time.Millisecond)
+				time.Sleep(50 * time.Microsecond)
+			}
+		})
+	}
+}
