@@ -1,10 +1,10 @@
 package throttle
 
 import (
-	"fmt"
-	"os"
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"time"
 )
 
