@@ -1,10 +1,10 @@
 package throttle
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
+	"context"
+	"net/http"
 	"time"
 )
 

@@ -25,8 +25,8 @@ type localStore struct {
 	caps      map[string]rateCap
 	counts    map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
 	holds     map[string]int64 // the end of a pause in force (see store.pause), for limit
-	sweepSize int              // sweep when the map reaches this size
-	sweptAt   int64            // time of the last sweep
+	sweepSize int   // sweep when the map reaches this size
+	sweptAt   int64 // time of the last sweep
 }
 
 func newLocalStore(c Clock) *localStore {
