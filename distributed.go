@@ -35,12 +35,8 @@ type store interface {
 	// the replicas report sent in the bucket (bucket.sent, added when a
 	// request is booked) and reports the count with every reservation
 	// (reservation.counts): the fleet's own traffic, which quotaview.go
-	// sets against what the server says it counted. The slots already
-	// booked are re-timed to the new interval: the bucket's booked lead
-	// over now is scaled by the new interval over the old one, the factor
-	// limit returns (1 when unchanged, or on error) for the caller to
-	// re-time its own waiters alike (waitQueue.warp).
-	limit(ctx context.Context, b bucket, c capSpec) (float64, error)
+	// sets against what the server says it counted.
+	limit(ctx context.Context, b bucket, c capSpec) error
 
 	// held returns how long a pause (see pause) still holds any bucket of
 	// bs, or 0.

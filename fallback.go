@@ -314,20 +314,17 @@ func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration)
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *fallbackStore) limit(ctx context.Context, b bucket, c capSpec) (float64, error) {
+func (f *fallbackStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	if !f.brk.closed() {
-		return 1, nil
+		return nil
 	}
-	k, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (float64, error) {
-		return f.primary.limit(ctx, b, c)
+	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.primary.limit(ctx, b, c)
 	}, nil)
-	if err != nil {
-		if ctx.Err() == nil {
-			f.brk.failure(f.clock.Now(), false, err)
-		}
-		return 1, err
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
 	}
-	return k, nil
+	return err
 }
 
 // held asks the shared buckets; during an outage this replica's own

@@ -81,9 +81,9 @@ func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return s.inner.pause(ctx, bs, d)
 }
 
-func (s *flakyStore) limit(ctx context.Context, b bucket, c capSpec) (float64, error) {
+func (s *flakyStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	if err := s.wait(ctx); err != nil {
-		return 1, err
+		return err
 	}
 	return s.inner.limit(ctx, b, c)
 }

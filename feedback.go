@@ -58,9 +58,7 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *h
 	for _, c := range act.caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
-		if k, err := t.store.limit(ctx, bs[c.i], c.spec); err == nil {
-			t.queue.warp(bs[c.i].key, t.clock.Now(), k)
-		}
+		_ = t.store.limit(ctx, bs[c.i], c.spec)
 	}
 	return sig
 }

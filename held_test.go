@@ -52,7 +52,7 @@ func TestRedisHeldReported(t *testing.T) {
 	if err := b.refund(ctx, &r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.limit(ctx, one[0], capSpec{rate: 5, span: time.Second}); err != nil {
+	if err := b.limit(ctx, one[0], capSpec{rate: 5, span: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a refund and a cap", one, 0)

@@ -24,7 +24,6 @@ type localStore struct {
 	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps      map[string]rateCap
 	counts    map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
-	holds     map[string]int64 // the end of a pause in force (see store.pause), for limit
 	sweepSize int   // sweep when the map reaches this size
 	sweptAt   int64 // time of the last sweep
 }
@@ -35,7 +34,6 @@ func newLocalStore(c Clock) *localStore {
 		tats:      make(map[string]int64),
 		caps:      make(map[string]rateCap),
 		counts:    make(map[string]int64),
-		holds:     make(map[string]int64),
 		sweepSize: sweepMinSize,
 		sweptAt:   c.Now().UnixNano(),
 	}
@@ -100,26 +98,15 @@ func (s *localStore) cappedLocked(key string, now int64) bool {
 	return ok
 }
 
-func (s *localStore) limit(_ context.Context, b bucket, c capSpec) (float64, error) {
+func (s *localStore) limit(_ context.Context, b bucket, c capSpec) error {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.cappedLocked(b.key, now) {
 		s.counts[b.key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
-	old := s.intervalLocked(b, now)
 	s.caps[b.key] = rateCap{rate0: c.rate, t0: now, slope: c.slope, until: satAdd(now, int64(max(c.span, 1)))}
-	k := float64(s.intervalLocked(b, now)) / float64(old)
-	// As limit.lua: the booked lead over now, or over a pause's end, is
-	// re-timed by k.
-	from := now
-	if h, ok := s.holds[b.key]; ok && h > now {
-		from = h
-	}
-	if tat := s.tats[b.key]; tat > from && k != 1 {
-		s.tats[b.key] = from + int64(float64(tat-from)*k)
-	}
-	return k, nil
+	return nil
 }
 
 // held is always 0: in one process, listen holds the waiters itself.
@@ -143,7 +130,6 @@ func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) erro
 	defer s.mu.Unlock()
 	for _, b := range bs {
 		s.tats[b.key] = gcraPause(s.tats[b.key], until, s.intervalLocked(b, now), b.burst)
-		s.holds[b.key] = max(s.holds[b.key], until)
 	}
 	return nil
 }
@@ -182,13 +168,6 @@ func (s *localStore) maybeSweep(now int64) {
 		}
 	}
 	s.caps, s.counts = caps, counts
-	holds := make(map[string]int64)
-	for k, h := range s.holds {
-		if h > now {
-			holds[k] = h
-		}
-	}
-	s.holds = holds
 	s.sweepSize = max(2*len(live), sweepMinSize)
 	s.sweptAt = now
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -494,19 +493,14 @@ func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return errors.Join(errs...)
 }
 
-func (s *redisStore) limit(ctx context.Context, b bucket, c capSpec) (float64, error) {
+func (s *redisStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	span := max(spanMicros(c.span, true), 1)
-	reply, err := limitScript.Run(cctx, s.rdb, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span, micros(b.interval)).Text()
-	if err != nil {
-		return 1, fmt.Errorf("throttle: redis limit: %w", err)
+	if err := limitScript.Run(cctx, s.rdb, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span).Err(); err != nil {
+		return fmt.Errorf("throttle: redis limit: %w", err)
 	}
-	k, err := strconv.ParseFloat(reply, 64)
-	if err != nil || !(k > 0) || math.IsInf(k, 0) {
-		return 1, fmt.Errorf("%w: limit returned %.64q", errRedisReply, reply)
-	}
-	return k, nil
+	return nil
 }
 
 func (s *redisStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {

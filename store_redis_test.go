@@ -201,7 +201,7 @@ var decisionCases = []struct {
 			{op: "pause", buckets: []int{0}, pause: 100 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
 			{advance: time.Second, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{9}}, // the count has ended
-			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                       // and starts afresh
+			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                     // and starts afresh
 			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
 		},
 	},
@@ -282,16 +282,11 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 				t.Fatalf("step %d: redis pause: %v", i, err)
 			}
 		case "limit":
-			lk, err := local.limit(ctx, bs[0], st.cap)
-			if err != nil {
+			if err := local.limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatalf("step %d: local limit: %v", i, err)
 			}
-			rk, err := remote.limit(ctx, bs[0], st.cap)
-			if err != nil {
+			if err := remote.limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatalf("step %d: redis limit: %v", i, err)
-			}
-			if math.Abs(lk-rk) > 1e-3*lk {
-				t.Errorf("step %d: limit re-timed by %v in Redis, %v locally", i, rk, lk)
 			}
 		default:
 			t.Fatalf("step %d: unknown op %q", i, st.op)
