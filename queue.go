@@ -31,24 +31,7 @@ type waitQueue struct {
 type lane struct {
 	waiting int
 	last    int64 // when the last waiter departed, Unix nanoseconds; 0 if none yet
-	// warps are the latest re-timings of the bucket's booked future (see
-	// warp), numbered from gen-len(warps)+1 to gen; changed is closed and
-	// replaced at each, to wake the sleeping waiters.
-	warps   []warp
-	gen     uint64
-	changed chan struct{}
 }
-
-// warp is one re-timing: every slot after at moved to at + (slot-at)·k.
-type warp struct {
-	at int64
-	k  float64
-}
-
-// maxWarps bounds the re-timings a lane keeps for waiters that slept
-// through several: a waiter that missed more keeps its slot, which is
-// never early (see warp).
-const maxWarps = 16
 
 func newWaitQueue(max int) *waitQueue {
 	return &waitQueue{max: max, lanes: make(map[string]*lane), held: make(map[string]int64)}
@@ -156,109 +139,7 @@ func (q *waitQueue) leave(bs []bucket) {
 	}
 }
 
-// warp re-times the waiters of bucket key: the store scaled the bucket's
-// booked future by k from at (Unix ns) because its cap changed (see
-// store.limit), so every slot s after at is now at + (s-at)·k. The store
-// scaled its TAT alike, so that new bookings follow the re-timed slots.
-// Only this process's waiters learn of it: the others' keep their slots,
-// which errs towards the limit on a raise (they go later than they may) and
-// on a cut front-loads the lead they had booked at the old rate, no more
-// than without the warp.
-func (q *waitQueue) warp(key string, at time.Time, k float64) {
-	if k <= 0 || k == 1 {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.lanes[key]
-	if l == nil {
-		return
-	}
-	if len(l.warps) == maxWarps {
-		l.warps = append(l.warps[:0], l.warps[1:]...)
-	}
-	l.warps = append(l.warps, warp{at: at.UnixNano(), k: k})
-	l.gen++
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-}
-
-// watchLocked returns the lane of key's warp generation and a channel
-// closed at its next warp, or nil when key has no lane. q.mu must be held.
-func (q *waitQueue) watchLocked(key string) (uint64, chan struct{}) {
-	l := q.lanes[key]
-	if l == nil {
-		return 0, nil
-	}
-	if l.changed == nil {
-		l.changed = make(chan struct{})
-	}
-	return l.gen, l.changed
-}
-
-// rewarp returns slot re-timed by the warps of key's lane after
-// generation gen, and the lane's generation. q.mu must be held.
-func (q *waitQueue) rewarpLocked(key string, slot int64, gen uint64) (int64, uint64) {
-	l := q.lanes[key]
-	if l == nil {
-		return slot, gen
-	}
-	first := l.gen - uint64(len(l.warps)) + 1
-	if gen+1 < first {
-		return slot, l.gen // slept through more than the lane keeps
-	}
-	for i := gen + 1; i <= l.gen; i++ {
-		w := l.warps[i-first]
-		if slot > w.at {
-			slot = w.at + int64(float64(slot-w.at)*w.k)
-		}
-	}
-	return slot, l.gen
-}
-
-// sleepToSlot sleeps until slot, re-timed by the warps of bucket key (the
-// bucket that set the request's departure) while it sleeps, or until ctx
-// is done, and returns the slot it slept to.
-func (q *waitQueue) sleepToSlot(ctx context.Context, c Clock, key string, slot time.Time) (time.Time, error) {
-	q.mu.Lock()
-	gen, changed := q.watchLocked(key)
-	q.mu.Unlock()
-	for {
-		d := slot.Sub(c.Now())
-		if d <= 0 {
-			return slot, nil
-		}
-		t := c.NewTimer(d)
-		select {
-		case <-t.C():
-			return slot, nil
-		case <-ctx.Done():
-			t.Stop()
-			return slot, ctx.Err()
-		case <-changed:
-			t.Stop()
-			q.mu.Lock()
-			var at int64
-			at, gen = q.rewarpLocked(key, slot.UnixNano(), gen)
-			slot = time.Unix(0, at)
-			gen2, ch := q.watchLocked(key)
-			if gen2 != gen {
-				// A warp between the two looks: take it on the next turn.
-				ch = closedChan
-			}
-			changed = ch
-			q.mu.Unlock()
-		}
-	}
-}
-
-// closedChan is a channel that is always ready.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// depart sleeps until the waiter's slot, wait from now (re-timed by the
-// warps of its limiter bucket, bs[limiter], see warp), then until it is
+// depart sleeps until the waiter's slot, wait from now, then until it is
 // paced behind the waiter that left before it, and marks its departure. The
 // caller must have entered bs. If tolerance ≥ 0 and the waiter wakes more
 // than tolerance after its slot, it returns errLate without departing; it
@@ -266,9 +147,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // the slot, which was therefore booked before the pause: Transport.acquire
 // books it again, after the pause. A waiter with tolerance < 0 (the last
 // attempt) leaves on its slot whatever happened.
-func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, limiter int, wait, tolerance time.Duration) error {
-	slot, err := q.sleepToSlot(ctx, c, bs[limiter].key, c.Now().Add(wait))
-	if err != nil {
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tolerance time.Duration) error {
+	slot := c.Now().Add(wait)
+	if err := sleep(ctx, c, wait); err != nil {
 		return err
 	}
 	woke := c.Now()

@@ -309,7 +309,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 		if mayBeLate {
 			tolerance = lateness(bs)
 		}
-		if err := t.queue.depart(ctx, t.clock, bs, r.limiter, r.wait, tolerance); err != nil {
+		if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
 			// Late or cancelled, the slot goes back where it is still the
 			// last one booked: a late request then books again at the
 			// time it really leaves, which the bucket counts right, and
