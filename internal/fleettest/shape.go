@@ -58,7 +58,17 @@ type Shape struct {
 
 	fields func(a Answer, h http.Header)     // on every answer; nil: none
 	reject func(a Answer, h http.Header) int // a rejection's status and extra fields; nil: bare 429
+	timed  bool                              // a rejection names when to come back
 }
+
+// Timed reports whether the shape's rejections name when to come back (a
+// Retry-After, or a reset with nothing remaining). Stripe's and the bare
+// 429 do not: a client can only probe.
+func (s Shape) Timed() bool { return s.timed }
+
+// ReportsQuota reports whether the shape's answers carry what remains of
+// the quota: its successes say something, not only its rejections.
+func (s Shape) ReportsQuota() bool { return s.fields != nil }
 
 // Encode returns the answer a server of shape s gives: 200, or the
 // shape's rejection, with the shape's fields.
@@ -84,7 +94,7 @@ var (
 	ShapeNone = Shape{Name: "none"}
 	// ShapeRetryAfter: successes carry nothing; a rejection is a 429 with
 	// Retry-After in whole seconds (rounded up, at least 1).
-	ShapeRetryAfter = Shape{Name: "retry-after", reject: retryAfterSeconds}
+	ShapeRetryAfter = Shape{Name: "retry-after", reject: retryAfterSeconds, timed: true}
 	// ShapeXRLUnixCeil: X-RateLimit-Limit, -Remaining and -Reset on every
 	// answer, the reset as Unix seconds rounded up; a rejection is a 429
 	// with Retry-After in whole seconds.
@@ -104,23 +114,23 @@ var (
 	// ("default";q=Limit;w=Window) and RateLimit ("default";r=Remaining;
 	// t=reset) on every answer, w and t in whole seconds rounded up; a
 	// rejection is a 429 with Retry-After in whole seconds.
-	ShapeIETF = Shape{Name: "ietf", fields: ietfFields, reject: retryAfterSeconds}
+	ShapeIETF = Shape{Name: "ietf", fields: ietfFields, reject: retryAfterSeconds, timed: true}
 	// ShapeGitHub: x-ratelimit-limit, -remaining, -used, -reset (Unix
 	// seconds, rounded up) and x-ratelimit-resource: core on every
 	// answer; over the limit, a 403 with x-ratelimit-remaining: 0 and no
 	// retry-after. Read with the "github" dialect.
-	ShapeGitHub = Shape{Name: "github", Dialects: []string{"github"}, fields: githubFields, reject: forbidden}
+	ShapeGitHub = Shape{Name: "github", Dialects: []string{"github"}, fields: githubFields, reject: forbidden, timed: true}
 	// ShapeOpenAI: x-ratelimit-limit-requests, -remaining-requests and
 	// -reset-requests, the time until the window is replenished as a Go
 	// duration ("1s", "347ms", "6m0s"), rounded up to the millisecond;
 	// a rejection is a 429 with retry-after in whole seconds. Read with
 	// the "openai" dialect.
-	ShapeOpenAI = Shape{Name: "openai", Dialects: []string{"openai"}, fields: openAIFields, reject: retryAfterSeconds}
+	ShapeOpenAI = Shape{Name: "openai", Dialects: []string{"openai"}, fields: openAIFields, reject: retryAfterSeconds, timed: true}
 	// ShapeShopify: X-Shopify-Shop-Api-Call-Limit: used/limit on every
 	// answer; a rejection is a 429 with Retry-After in fractional seconds
 	// ("2.0", "0.347"), the real time until a slot frees rounded up to the
 	// millisecond. Read with the "shopify" dialect.
-	ShapeShopify = Shape{Name: "shopify", Dialects: []string{"shopify"}, fields: shopifyFields, reject: retryAfterFloat}
+	ShapeShopify = Shape{Name: "shopify", Dialects: []string{"shopify"}, fields: shopifyFields, reject: retryAfterFloat, timed: true}
 	// ShapeStripe: successes carry nothing; a rejection is a 429 with
 	// Stripe-Rate-Limited-Reason: global-rate and no timing field. Read
 	// with the "stripe" dialect.
@@ -154,6 +164,7 @@ func xrlShape(name string, reset func(Answer) string) Shape {
 			h.Set("X-RateLimit-Reset", reset(a))
 		},
 		reject: retryAfterSeconds,
+		timed:  true,
 	}
 }
 

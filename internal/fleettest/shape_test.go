@@ -159,6 +159,12 @@ func TestShapeReadBack(t *testing.T) {
 				t.Errorf("rejection %d %v not read as Limited: %v", rej.Status, rej.Header, sig)
 			}
 			wait, named := sig.Wait()
+			if s.Timed() != named {
+				t.Errorf("Timed() = %v, but the rejection names a wait: %v", s.Timed(), named)
+			}
+			if s.ReportsQuota() != (len(s.Encode(shapeAnswer).Header) > 0) {
+				t.Errorf("ReportsQuota() = %v, but a success carries %v", s.ReportsQuota(), s.Encode(shapeAnswer).Header)
+			}
 			switch s.Name {
 			case "none", "stripe":
 				if named {
