@@ -56,6 +56,12 @@ type WorkerConfig struct {
 	// NoFeedback passes throttle.WithoutFeedback: the rules alone pace the
 	// worker, the baseline that header reading is compared with.
 	NoFeedback bool `json:"no_feedback,omitempty"`
+	// Dialects names provider dialects the transport reads responses
+	// with (throttle.WithDialects), beside the standard parsers: "github",
+	// "openai", "shopify", "stripe", "anthropic", "discord", "salesforce",
+	// "hubspot" (see [Dialect]). A [Shape] lists those it needs. An
+	// unknown name fails the worker.
+	Dialects []string `json:"dialects,omitempty"`
 
 	// Knobs for the outage issue (5) whose options do not exist yet. The
 	// worker applies none of them itself: a test that sets one must give

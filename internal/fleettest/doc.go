@@ -16,15 +16,17 @@
 //	}
 //
 // A worker builds a throttle Transport from its config (rules, headroom,
-// max wait, Redis addresses and namespace), prints a ready line, waits for
-// the common start signal on stdin, then runs Goroutines goroutines that
-// each loop over GET URL until start + Duration (optionally paced by
-// Interval, or stopped after Requests), and prints a [Summary]: requests
-// sent, responses by status, errors by kind, the longest wait.
+// max wait, Redis addresses and namespace, provider dialects by name, or
+// no feedback at all), prints a ready line, waits for the common start
+// signal on stdin, then runs Goroutines goroutines that each loop over GET
+// URL until start + Duration (optionally paced by Interval, or stopped
+// after Requests), and prints a [Summary]: requests sent, responses by
+// status, errors by kind, the longest wait, the round trips' quantiles.
 //
 // [Start] launches the processes and waits until all are ready, so slow
 // start-up (a race-enabled binary on a busy machine) never eats into the
-// run; [Fleet.Go] gives them one start instant; [Fleet.Wait] collects the
+// run; [Fleet.Go] gives them one start instant ([Fleet.GoAt] a chosen
+// one, such as a whole Unix second); [Fleet.Wait] collects the
 // summaries. [Run] does all three. Workers die with the test binary
 // (Pdeathsig on Linux) and are killed and reaped by the test's cleanup.
 //
@@ -34,8 +36,14 @@
 // time of every request at the handler's entry, and the sending worker
 // ([WorkerHeader]). Its answers can be scripted: [RespondNth] answers one
 // request with, say, 429 and Retry-After; [WithQuota] enforces a strict
-// sliding window as a real API does. [Server.StartOutside] spends part of
-// the quota from an unthrottled consumer in the test process.
+// limit as a real API does, counted in a sliding log or in fixed windows
+// ([WindowKind]), and words its answers in a [Shape]: the rate-limit
+// fields and the rejection of one real provider (X-RateLimit-* in five
+// encodings, IETF RateLimit, GitHub, OpenAI, Shopify, Stripe, Retry-After
+// alone or nothing; [Shapes] lists them). [Server.Refuse] makes the
+// provider refuse everything for a while, in the same shape.
+// [Server.StartOutside] spends part of the quota from an unthrottled
+// consumer in the test process.
 //
 // # Analysis
 //

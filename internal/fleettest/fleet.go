@@ -162,10 +162,24 @@ func (w *worker) stop() {
 // Server.Offset(start) places it among the arrivals.
 func (f *Fleet) Go() time.Time {
 	f.t.Helper()
+	return f.GoAt(time.Now().Add(StartDelay))
+}
+
+// GoAt is [Fleet.Go] with the start at the given instant, read from this
+// process's clock (time.Now plus an offset), which should lie at least
+// [StartDelay] ahead so that every worker reads the signal before it; a
+// test uses it to put the start on a boundary it needs, such as a whole
+// Unix second. An instant less than half of StartDelay ahead fails the
+// test.
+func (f *Fleet) GoAt(start time.Time) time.Time {
+	f.t.Helper()
 	if !f.start.IsZero() {
 		f.t.Fatalf("fleettest: Go called twice")
 	}
-	f.start = time.Now().Add(StartDelay)
+	if ahead := time.Until(start); ahead < StartDelay/2 {
+		f.t.Fatalf("fleettest: the start lies %v ahead, less than half of StartDelay (%v)", ahead, StartDelay)
+	}
+	f.start = start
 	msg, err := json.Marshal(startMessage{Start: f.start})
 	if err != nil {
 		f.t.Fatalf("fleettest: encode start signal: %v", err)

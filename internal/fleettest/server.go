@@ -1,9 +1,7 @@
 package fleettest
 
 import (
-	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -93,28 +91,6 @@ type Response struct {
 	Header http.Header // added to the response; may be nil
 }
 
-// Quota makes the server enforce a strict sliding-window limit, as a real
-// API does: a request is answered 429 when Limit requests were already
-// accepted in the Window before it (the half-open interval (now-Window,
-// now]). Rejected requests do not count against the quota. The zero Quota
-// (Limit 0) enforces nothing.
-type Quota struct {
-	Limit  int
-	Window time.Duration
-	// RetryAfter adds "Retry-After: s" to every 429: the whole seconds,
-	// rounded up and at least 1, until the oldest accepted request leaves
-	// the window.
-	RetryAfter bool
-	// RateLimitHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (delta seconds until the oldest accepted request
-	// leaves the window, rounded up) to every response.
-	RateLimitHeaders bool
-	// IETFHeaders adds the IETF draft's (-10) RateLimit-Policy
-	// ("default";q=Limit;w=Window in whole seconds, rounded up) and
-	// RateLimit ("default";r=remaining;t=reset as above) to every response.
-	IETFHeaders bool
-}
-
 // ServerOption configures a recording server.
 type ServerOption interface {
 	apply(*Server)
@@ -146,7 +122,7 @@ func WithQuota(q Quota) ServerOption {
 
 // Server is a recording HTTP server on a loopback port: it records the
 // arrival of every request and answers 200 "ok", or a scripted answer
-// ([RespondNth], [WithQuota]). Its handler never fails the test; everything
+// ([RespondNth], [WithQuota], [Server.Refuse]). Its handler never fails the test; everything
 // it sees is recorded for the test goroutine to check.
 //
 // Create one with [NewServer]; it is closed by the test's cleanup. Its
@@ -160,11 +136,13 @@ type Server struct {
 	nth      map[int]Response
 	nthFleet map[int]Response
 	quota    Quota
+	shape    Shape // the quota's
 
 	mu       sync.Mutex
 	fleetSeq int // the fleet's arrivals so far, for nthFleet
 	arrivals []Arrival
-	accepted []time.Duration // arrival times of accepted requests, for the quota
+	counter  counter  // the quota's window
+	refusals []Window // see Refuse
 }
 
 // NewServer starts a recording server, closed by t.Cleanup.
@@ -174,6 +152,11 @@ func NewServer(t testing.TB, opts ...ServerOption) *Server {
 	for _, o := range opts {
 		o.apply(s)
 	}
+	if err := s.quota.validate(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	s.shape = s.quota.shape()
+	s.counter = counter{kind: s.quota.Kind, limit: s.quota.Limit, window: s.quota.Window}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// A fleet opens dozens of keep-alive connections; the defaults suit.
 	s.epoch = time.Now()
@@ -245,51 +228,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.Status)
 	_, _ = io.WriteString(w, "ok\n")
 }
-
-// applyQuotaLocked decides the answer under the quota and books an accepted
-// request. s.mu must be held.
-func (s *Server) applyQuotaLocked(at time.Duration) Response {
-	q := s.quota
-	if q.Limit <= 0 {
-		return Response{}
-	}
-	// Forget accepted requests that left the window (now-Window, now].
-	i := 0
-	for i < len(s.accepted) && s.accepted[i] <= at-q.Window {
-		i++
-	}
-	s.accepted = s.accepted[i:]
-	resp := Response{Header: http.Header{}}
-	ok := len(s.accepted) < q.Limit
-	if ok {
-		// Handlers race between reading the clock and taking the lock;
-		// keep the list sorted so pruning stays correct.
-		j, _ := slices.BinarySearch(s.accepted, at)
-		s.accepted = slices.Insert(s.accepted, j, at)
-	} else {
-		resp.Status = http.StatusTooManyRequests
-	}
-	reset := time.Duration(0)
-	if len(s.accepted) > 0 {
-		reset = s.accepted[0] + q.Window - at
-	}
-	if !ok && q.RetryAfter {
-		resp.Header.Set("Retry-After", strconv.Itoa(max(ceilSeconds(reset), 1)))
-	}
-	remaining := max(q.Limit-len(s.accepted), 0)
-	if q.RateLimitHeaders {
-		resp.Header.Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
-		resp.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		resp.Header.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(reset)))
-	}
-	if q.IETFHeaders {
-		resp.Header.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, q.Limit, ceilSeconds(q.Window)))
-		resp.Header.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, ceilSeconds(reset)))
-	}
-	return resp
-}
-
-func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 func parseWorker(v string) int {
 	if v == "outside" {

@@ -3,6 +3,8 @@ package fleettest_test
 import (
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +150,81 @@ func TestOutsideConsumer(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if srv.Count() != after {
 		t.Error("outside consumer still sending after stop")
+	}
+}
+
+// TestServerFixedWindow: a fixed window counts from the server's epoch,
+// starts afresh at each window's end and names that end as its reset.
+func TestServerFixedWindow(t *testing.T) {
+	const window = 400 * time.Millisecond
+	srv := fleettest.NewServer(t, fleettest.WithQuota(fleettest.Quota{
+		Limit: 2, Window: window, Kind: fleettest.FixedWindow, Shape: fleettest.ShapeXRLUnixMillis,
+	}))
+	// Start at the beginning of a window, so that three requests fall in
+	// it even on a slow machine.
+	next := func() time.Time {
+		k := srv.Offset(time.Now())/window + 1
+		return srv.Epoch().Add(k * window)
+	}
+	end := next()
+	time.Sleep(time.Until(end) + 5*time.Millisecond)
+	end = end.Add(window)
+	for i, want := range []struct {
+		code      int
+		remaining string
+	}{{200, "1"}, {200, "0"}, {429, "0"}} {
+		code, h := get(t, srv.URL, "0")
+		if code != want.code || h.Get("X-RateLimit-Remaining") != want.remaining {
+			t.Errorf("request %d: %d remaining %q, want %d %q", i+1, code, h.Get("X-RateLimit-Remaining"), want.code, want.remaining)
+		}
+		if got, want := h.Get("X-RateLimit-Reset"), strconv.FormatInt(end.UnixMilli()+1, 10); got != want && got != strconv.FormatInt(end.UnixMilli(), 10) {
+			t.Errorf("request %d: reset %q, want the window's end %q", i+1, got, want)
+		}
+	}
+	if time.Now().After(end) {
+		t.Skip("the machine took a whole window for three requests")
+	}
+	time.Sleep(time.Until(end) + 5*time.Millisecond)
+	if code, h := get(t, srv.URL, "0"); code != http.StatusOK || h.Get("X-RateLimit-Remaining") != "1" {
+		t.Errorf("in the next window: %d remaining %q, want 200 and 1", code, h.Get("X-RateLimit-Remaining"))
+	}
+}
+
+// TestServerRefuse: during a refusal every request is rejected in the
+// quota's shape, with the time left, and none is counted.
+func TestServerRefuse(t *testing.T) {
+	srv := fleettest.NewServer(t, fleettest.WithQuota(fleettest.Quota{Limit: 10, Window: time.Hour, Shape: fleettest.ShapeIETF}))
+	get(t, srv.URL, "0")
+	from := srv.Offset(time.Now())
+	srv.Refuse(fleettest.Window{From: from, To: from + 1500*time.Millisecond})
+	for range 3 {
+		code, h := get(t, srv.URL, "0")
+		if code != http.StatusTooManyRequests || h.Get("Retry-After") != "2" || h.Get("RateLimit") != `"default";r=0;t=2` {
+			t.Errorf("in the refusal: %d Retry-After %q RateLimit %q, want 429, 2 and r=0;t=2", code, h.Get("Retry-After"), h.Get("RateLimit"))
+		}
+	}
+	time.Sleep(time.Until(srv.Epoch().Add(from + 1500*time.Millisecond)))
+	if code, h := get(t, srv.URL, "0"); code != http.StatusOK || !strings.Contains(h.Get("RateLimit"), "r=8;") {
+		t.Errorf("after the refusal: %d RateLimit %q, want 200 and r=8 (refused requests not counted)", code, h.Get("RateLimit"))
+	}
+}
+
+// TestServerSlidingReset: a sliding log's reset is when its oldest counted
+// request leaves; OpenAI's replenishment when its newest does.
+func TestServerSlidingReset(t *testing.T) {
+	srv := fleettest.NewServer(t, fleettest.WithQuota(fleettest.Quota{Limit: 5, Window: 10 * time.Second, Shape: fleettest.ShapeOpenAI}))
+	get(t, srv.URL, "0")
+	time.Sleep(1100 * time.Millisecond)
+	_, h := get(t, srv.URL, "0")
+	d, err := time.ParseDuration(h.Get("X-Ratelimit-Reset-Requests"))
+	if err != nil || d < 9900*time.Millisecond || d > 10*time.Second {
+		t.Errorf("replenished in %q (%v), want just under 10s (the newest request's)", h.Get("X-Ratelimit-Reset-Requests"), err)
+	}
+	srv2 := fleettest.NewServer(t, fleettest.WithQuota(fleettest.Quota{Limit: 5, Window: 10 * time.Second, Shape: fleettest.ShapeXRLDeltaFrac}))
+	get(t, srv2.URL, "0")
+	time.Sleep(1100 * time.Millisecond)
+	_, h = get(t, srv2.URL, "0")
+	if r, err := strconv.ParseFloat(h.Get("X-RateLimit-Reset"), 64); err != nil || r < 8.0 || r > 8.9 {
+		t.Errorf("reset %q, want about 8.9 (the oldest request's)", h.Get("X-RateLimit-Reset"))
 	}
 }

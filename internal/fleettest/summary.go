@@ -66,6 +66,9 @@ type Summary struct {
 	// Stalls are the times the worker process was not running, as its
 	// stall watcher saw them during the run (see [StallThreshold]).
 	Stalls []Stall `json:"stalls,omitempty"`
+	// Flights sums up the round trips of the requests that got a
+	// response.
+	Flights Flights `json:"flights"`
 	// Start and End are the run's bounds as the worker saw them.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
@@ -92,12 +95,35 @@ func (s *Summary) ErrorCount() int {
 	return n
 }
 
+// Flights sums up request round trips: from departure (past the throttle)
+// to the response's header, as the worker measured them. The zero value
+// means no request got a response.
+type Flights struct {
+	Count int `json:"count"`
+	// P50, P90 and P99 are quantiles (nearest rank); Max the longest.
+	P50 time.Duration `json:"p50"`
+	P90 time.Duration `json:"p90"`
+	P99 time.Duration `json:"p99"`
+	Max time.Duration `json:"max"`
+}
+
+// flightsOf sums up ds, which it sorts.
+func flightsOf(ds []time.Duration) Flights {
+	if len(ds) == 0 {
+		return Flights{}
+	}
+	slices.Sort(ds)
+	rank := func(q float64) time.Duration { return ds[min(int(q*float64(len(ds))), len(ds)-1)] }
+	return Flights{Count: len(ds), P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: ds[len(ds)-1]}
+}
+
 // tally accumulates a Summary from many goroutines.
 type tally struct {
 	record bool // keep every departure time
 
-	mu sync.Mutex
-	s  Summary
+	mu      sync.Mutex
+	s       Summary
+	flights []time.Duration
 }
 
 func newTally(id int, record bool) *tally {
@@ -119,6 +145,13 @@ func (t *tally) departed(at time.Time, wait time.Duration) {
 	if at.After(t.s.LastSend) {
 		t.s.LastSend = at
 	}
+}
+
+// flown records the round trip of a request that got a response.
+func (t *tally) flown(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flights = append(t.flights, d)
 }
 
 // done records the outcome of one client.Do and returns the error's kind,
@@ -151,6 +184,7 @@ func (t *tally) summary() Summary {
 	defer t.mu.Unlock()
 	s := t.s
 	slices.SortFunc(s.Departures, func(a, b time.Time) int { return a.Compare(b) })
+	s.Flights = flightsOf(slices.Clone(t.flights))
 	return s
 }
 
@@ -201,13 +235,19 @@ func errKind(err error, departed bool) string {
 	return ErrKindOther
 }
 
-// Totals sums the summaries of a fleet.
+// Totals sums the summaries of a fleet. Its Flights are the worst
+// worker's: each quantile is the largest of the workers'.
 func Totals(sums []Summary) Summary {
 	t := Summary{ID: -1, Statuses: map[int]int{}, Errors: map[string]int{}}
 	for _, s := range sums {
 		t.Attempts += s.Attempts
 		t.Sent += s.Sent
 		t.MaxWait = max(t.MaxWait, s.MaxWait)
+		t.Flights = Flights{
+			Count: t.Flights.Count + s.Flights.Count,
+			P50:   max(t.Flights.P50, s.Flights.P50), P90: max(t.Flights.P90, s.Flights.P90),
+			P99: max(t.Flights.P99, s.Flights.P99), Max: max(t.Flights.Max, s.Flights.Max),
+		}
 		for k, v := range s.Statuses {
 			t.Statuses[k] += v
 		}

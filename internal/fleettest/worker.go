@@ -210,6 +210,13 @@ func transportOptions(cfg WorkerConfig, extra OptionsFunc) ([]throttle.Option, e
 	if cfg.NoFeedback {
 		opts = append(opts, throttle.WithoutFeedback())
 	}
+	if len(cfg.Dialects) > 0 {
+		ds, err := dialectsOf(cfg.Dialects)
+		if err != nil {
+			return nil, fmt.Errorf("worker %d: %w", cfg.ID, err)
+		}
+		opts = append(opts, throttle.WithDialects(ds...))
+	}
 	if cfg.MaxAttempts > 0 {
 		opts = append(opts, throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: cfg.MaxAttempts}))
 	}
@@ -361,6 +368,7 @@ func (d *departures) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err != nil {
 			cancel()
 		} else {
+			d.tally.flown(time.Since(now))
 			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		}
 		p.mu.Lock()

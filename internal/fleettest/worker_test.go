@@ -105,6 +105,7 @@ func TestWorkerRefusesUnappliedKnob(t *testing.T) {
 		{"redis timeout", `{"url":"http://x","goroutines":1,"duration":1000000000,"redis_timeout":5}`, "RedisTimeout"},
 		{"extra", `{"url":"http://x","goroutines":1,"duration":1000000000,"extra":{"k":"v"}}`, "Extra"},
 		{"invalid", `{"url":"","goroutines":1,"duration":1}`, "URL is empty"},
+		{"unknown dialect", `{"url":"http://x","goroutines":1,"duration":1000000000,"dialects":["github","nope"]}`, `unknown dialect "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fleettest.RunWorker(tc.cfg, nil, strings.NewReader(""), io.Discard)
