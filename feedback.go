@@ -1,8 +1,6 @@
 package throttle
 
 import (
-	"fmt"
-	"os"
 	"context"
 	"net/http"
 	"time"
@@ -52,9 +50,6 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *h
 		t.queue.hold(bs, now, now.Add(act.pause))
 		t.views.paused(bs, now.Add(act.pause).UnixNano(), now.UnixNano())
 	}
-	if debugFeedback {
-		fmt.Fprintf(debugOut, "DBG %d %s status=%d quotas=%v pause=%v caps=%+v counts=%v\n", now.UnixMilli()%100000, bs[0].key, resp.StatusCode, sig.Quotas, act.pause, act.caps, bk.counts)
-	}
 	for _, c := range act.caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
@@ -63,12 +58,3 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *h
 	return sig
 }
 
-var debugFeedback = os.Getenv("THROTTLE_DEBUG_FEEDBACK") != ""
-
-var debugOut = func() *os.File {
-	if !debugFeedback {
-		return nil
-	}
-	f, _ := os.OpenFile(os.Getenv("THROTTLE_DEBUG_FEEDBACK"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	return f
-}()

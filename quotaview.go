@@ -25,6 +25,9 @@ import (
 //
 //	room = own(d-W, d] + R - (headroom·L + 1),   rate = room / W.
 //
+// (In the first window, where the count covers only part of W, what others
+// spent in it, L - R - own, is taken at a whole window's worth.)
+//
 // Whatever else spends the quota (another consumer, a quota smaller than
 // the rule) shows as a smaller R beside the same own; nothing else needs
 // estimating, and a reading needs no memory of the ones before: each
@@ -118,9 +121,19 @@ type quotaView struct {
 	// unsent is the units this process sent in the bucket and has not yet
 	// reported to the store (bucket.sent).
 	unsent int64
-	// window is the longest window a reading has needed, so that the
-	// ledger's samples are spaced to reach back that far.
+	// window is the shortest window a reading has needed, to which the
+	// ledger's samples are spaced (see span).
 	window time.Duration
+	// counted is whether the store counted the bucket at this process's
+	// last reservation of it.
+	counted bool
+	// unsentSince is when the oldest unreported unit left (Unix ns), and
+	// delay the mean time a unit waits to be reported (ns, smoothed over
+	// the reports, half of each report's oldest): a sample's count is of
+	// what was reported by then, which left about delay earlier, so the
+	// ledger dates it there (see booked).
+	unsentSince int64
+	delay       float64
 	// touched is the last time the view was used, for sweeps.
 	touched int64
 }
@@ -189,63 +202,92 @@ func (v *quotaViews) sweepLocked(now int64) {
 }
 
 // take moves the units sent and not yet reported in bs's buckets into
-// bs (bucket.sent), for the reservation about to be made.
-func (v *quotaViews) take(bs []bucket) {
+// bs (bucket.sent), for the reservation about to be made at now.
+func (v *quotaViews) take(bs []bucket, now int64) {
 	if v.unsent.Load() == 0 {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
+		if vw := v.views[bs[i].key]; vw != nil {
+			vw.touched = now
+		}
+	}
+	for i := range bs {
 		if vw := v.views[bs[i].key]; vw != nil && vw.unsent > 0 {
 			bs[i].sent, vw.unsent = vw.unsent, 0
 			v.unsent.Add(-1)
+			if now := vw.touched; now > vw.unsentSince {
+				vw.delay += reportDelayWeight * (float64(now-vw.unsentSince)/2 - vw.delay)
+			}
 		}
 	}
 }
 
+// reportDelayWeight is the weight of one report in a view's delay: about
+// the last ten reports.
+const reportDelayWeight = 0.1
+
 // untake puts back what take moved into bs, for the buckets the store did
 // not count it in: all of them when r is nil (the call failed) or not
 // booked, the deferred ones otherwise.
-func (v *quotaViews) untake(bs []bucket, r *reservation) {
+func (v *quotaViews) untake(bs []bucket, r *reservation, now int64) {
 	for i := range bs {
 		if bs[i].sent > 0 && (r == nil || !r.ok || i >= len(r.booked) || r.booked[i] == 0) {
-			v.report(&bs[i], bs[i].sent)
+			v.report(&bs[i], bs[i].sent, now)
 		}
 		bs[i].sent = 0
 	}
 }
 
-// departed records that a request of bs left: each bucket the server's
+// departed records that a request of bs left at now: each bucket the server's
 // answers have said something of (one with a view) has its cost to
 // report, whether or not its reservation was counted: the store may have
 // begun counting since (the first requests of a fleet are booked before
 // any answer), and drops reports for a bucket it does not count.
-func (v *quotaViews) departed(bs []bucket) {
-	if v.len.Load() == 0 {
-		return
-	}
+//
+// A bucket gets a view at its first departure, before any answer: the
+// store begins counting at the first answer that reports a quota, and the
+// requests sent before it (the start of a fleet: a whole wave of them
+// while the first answers are slow to come) are reported with the next
+// reservations, so that the first readings count them. Until the store
+// counts the bucket, what waits to be reported is held to a window of the
+// rule (quota.Rate and the burst): no more can have left in the window
+// the first reading looks back over.
+func (v *quotaViews) departed(bs []bucket, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		v.reportLocked(&bs[i], bs[i].cost)
+		b := &bs[i]
+		vw := v.viewLocked(b.key, now)
+		if vw.unsent == 0 {
+			v.unsent.Add(1)
+			vw.unsentSince = now
+		}
+		vw.unsent += b.cost
+		if !vw.counted {
+			vw.unsent = min(vw.unsent, int64(b.quota.Rate)+b.burst)
+		}
 	}
 }
 
-func (v *quotaViews) report(b *bucket, units int64) {
+func (v *quotaViews) report(b *bucket, units, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.reportLocked(b, units)
+	v.reportLocked(b, units, now)
 }
 
-// reportLocked adds units to what b has to report. v.mu must be held.
-func (v *quotaViews) reportLocked(b *bucket, units int64) {
+// reportLocked adds units, sent at now, to what b has to report. v.mu
+// must be held.
+func (v *quotaViews) reportLocked(b *bucket, units, now int64) {
 	vw := v.views[b.key]
 	if vw == nil {
 		return
 	}
 	if vw.unsent == 0 {
 		v.unsent.Add(1)
+		vw.unsentSince = now
 	}
 	vw.unsent += units
 }
@@ -254,19 +296,23 @@ func (v *quotaViews) reportLocked(b *bucket, units int64) {
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
 func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
-	if len(r.counts) == 0 && r.held <= 0 {
-		return
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
 		c := r.count(i)
+		vw := v.views[bs[i].key]
+		if vw != nil {
+			vw.counted = c > 0
+		}
 		if c <= 0 && r.held <= 0 {
 			continue
 		}
-		vw := v.viewLocked(bs[i].key, now)
+		if vw == nil {
+			vw = v.viewLocked(bs[i].key, now)
+		}
+		vw.counted = c > 0
 		if c > 0 {
-			vw.ledger.add(now, c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
+			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
 		if r.held > 0 {
 			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
@@ -420,13 +466,13 @@ func (vw *quotaView) detect(qs []Quota, now int64) {
 		switch d := at - vw.resetAt; {
 		case vw.resetAt == 0:
 			vw.resetAt, vw.resetSince = at, now
+		case now >= vw.resetAt:
+			// The reset came: a new window, as a fixed one does.
+			vw.resetAt, vw.resetSince = at, now
 		case d >= -int64(resetSlack) && d <= int64(resetSlack):
 			if now-vw.resetSince >= int64(fixedAfter) {
 				vw.fixed = true
 			}
-		case now >= vw.resetAt-int64(resetSlack):
-			// The reset came: a new window, as a fixed one does.
-			vw.resetAt, vw.resetSince = at, now
 		default:
 			// The reset moved before it came: the window slides.
 			vw.fixed = false
@@ -457,7 +503,9 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			continue
 		}
 		w := quotaWindow(q, b)
-		vw.window = max(vw.window, w)
+		if vw.window == 0 || w < vw.window {
+			vw.window = w
+		}
 		reserve := b.headroom*float64(q.Limit) + 1
 		var c capSpec
 		if vw.fixed && q.HasReset && q.Reset > 0 {
@@ -470,11 +518,15 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			room := float64(q.Remaining) - reserve - float64(since)
 			c = capSpec{rate: max(room, 0) / q.Reset.Seconds(), span: q.Reset}
 		} else {
-			own, ok := vw.ledger.window(int64(w), depart)
-			if !ok || (sig.Limited && refusal(own, w, ruleRate)) {
+			own, covered, ok := vw.ledger.window(int64(w), depart)
+			if !ok || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
 				continue
 			}
-			room := float64(own) + float64(q.Remaining) - reserve
+			// What others spent in the span the count covers, as a
+			// window's worth: in the first window their spending so far
+			// is only part of what they will spend in it.
+			others := max(float64(q.Limit-q.Remaining-own), 0) * float64(w) / float64(min(covered, int64(w)))
+			room := float64(q.Limit) - others - reserve
 			c = capSpec{rate: room / w.Seconds(), span: capWindows * w}
 		}
 		c.rate = max(c.rate, minUnitsPerWindow/w.Seconds())
@@ -492,14 +544,16 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 		if best.rate >= ruleRate {
 			return countOnly, false, true
 		}
-		return best, false, true
+		// A rejection's cap goes at once: the waiters a pause sends back
+		// book again at the rate in force when it ends.
+		return best, sig.Limited, true
 	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
 		return capSpec{}, false, false
 	}
 	// A rejection with no quota report: see the file's comment.
 	w := ruleWindow(b)
-	own, ok := vw.ledger.window(int64(w), depart)
-	if !ok || refusal(own, w, ruleRate) {
+	own, covered, ok := vw.ledger.window(int64(w), depart)
+	if !ok || refusal(own, time.Duration(covered), ruleRate) {
 		return capSpec{}, false, false
 	}
 	rate := max((float64(own)-b.headroom*float64(b.quota.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
@@ -547,9 +601,17 @@ func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) 
 // the last one sent before it is worth a store call.
 const maxCapDrift = 0.02
 
-// span returns the window the ledger must reach back over: the longest a
-// reading has needed, at least the rule's period.
-func (vw *quotaView) span(b *bucket) time.Duration { return max(vw.window, ruleWindow(b)) }
+// span returns the window the ledger's samples are spaced for: the
+// shortest a reading has needed, the rule's period before any. A reading
+// over a window much longer than that finds no ledger reaching back so far
+// and caps nothing by the sliding reading (a day-long policy beside a
+// burst one); a fixed window needs only the ledger's last samples.
+func (vw *quotaView) span(b *bucket) time.Duration {
+	if vw.window > 0 {
+		return vw.window
+	}
+	return ruleWindow(b)
+}
 
 // ruleWindow returns the rule's period: the window the model assumes when
 // the server names none and reports no limit.
@@ -595,30 +657,45 @@ func (l *ledger) add(t, n, spacing int64) {
 	l.t[i], l.n[i] = t, n
 }
 
-// window returns the units sent in the w before the newest sample taken
-// by t (or before t, if there is none later): the samples lag what the
-// fleet sent by about as much at both ends, so a window that ends at a
-// sample counts a whole window; one that ended at t would miss what was
-// sent since the sample. False when the ledger does not reach that far
-// back.
-func (l *ledger) window(w, t int64) (int64, bool) {
+// window returns the units sent in the w before t: what the samples show
+// in the w before the newest one taken by t, carried on to t at that
+// window's own rate; and the span of it the count covers (less than w when
+// the count began within it, see at). A replica whose waiters all sleep
+// takes no sample until one of them is back, so the newest sample may be
+// well before t; one older than w/maxStaleShare is too old to carry on
+// (false), and so is a ledger that does not reach back over w.
+func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	if l.len == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	end := t
+	end := int64(math.MinInt64)
 	for k := l.len - 1; k >= 0; k-- {
 		if ts := l.t[(l.head+k)%ledgerSize]; ts <= t {
 			end = ts
 			break
 		}
 	}
+	if end == math.MinInt64 || t-end > w/maxStaleShare {
+		return 0, 0, false
+	}
 	a, ok := l.at(end - w)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	b, _ := l.at(end)
-	return max(b-a, 0), true
+	own = max(b-a, 0)
+	covered = min(w, end-l.t[l.head]) // the count began at the oldest sample when at reached before it
+	if end-w >= l.t[l.head] {
+		covered = w
+	}
+	covered = max(covered, 1)
+	return own + own*(t-end)/covered, covered + t - end, true
 }
+
+// maxStaleShare bounds how far before a reading the newest sample may be,
+// as a share of the window: a sixteenth of the window's traffic carried on
+// at its mean rate errs by a little of that sixteenth.
+const maxStaleShare = 16
 
 // since returns the units sent after t, up to the newest sample.
 func (l *ledger) since(t int64) (int64, bool) {

@@ -41,15 +41,16 @@ func TestQuotaViewDecide(t *testing.T) {
 		none    bool    // nothing to send
 		force   bool
 		slope   bool
+		window  time.Duration // the ledger's spacing; the rule's period when 0
 	}{
 		{name: "alone at the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 98, want: 0},
 		{name: "alone, a jitter reading one low: a cap within the drift", sig: Signal{Quotas: []Quota{xrl(100, 1, time.Second)}}, own: 98, want: 96},
 		{name: "below the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 50, time.Second)}}, own: 50, want: 0},
 		{name: "an outside consumer of 30/s: what remains", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 68, want: 67},
 		{name: "overshooting: the room is what it sent and what is left", sig: Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 90, want: 87},
-		{name: "IETF window names W", sig: Signal{Quotas: []Quota{{Name: "default", Unit: "requests", Limit: 1000, Remaining: 20, HasLimit: true, HasRemaining: true, Window: 10 * time.Second}}}, own: 68, want: (680 + 20 - 21) / 10.0},
+		{name: "IETF window names W", sig: Signal{Quotas: []Quota{{Name: "default", Unit: "requests", Limit: 1000, Remaining: 20, HasLimit: true, HasRemaining: true, Window: 10 * time.Second}}}, own: 68, want: (680 + 20 - 21) / 10.0, window: 10 * time.Second},
 		{name: "a token quota is not read", sig: Signal{Quotas: []Quota{{Name: "tokens", Unit: "tokens", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}}, own: 98, none: true},
-		{name: "rejection with the quota spent", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 80, want: 77},
+		{name: "rejection with the quota spent", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 80, want: 77, force: true},
 		{name: "rejection while the fleet sent little: a refusal", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 20, none: true},
 		{name: "bare rejection: what it sent, climbing", sig: Signal{Limited: true}, own: 80, want: 78, force: true, slope: true},
 		{name: "bare rejection at the rule: count only", sig: Signal{Limited: true}, own: 101, want: 0},
@@ -59,7 +60,7 @@ func TestQuotaViewDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := 30 * sec
-			vw := &quotaView{window: 10 * time.Second}
+			vw := &quotaView{window: tc.window}
 			fill(vw, &b, 1000, now-20*sec, now, tc.own)
 			spec, force, ok := vw.decide(&b, now, true, tc.sig, now)
 			if tc.none {
@@ -194,7 +195,7 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 func TestLedger(t *testing.T) {
 	ms := int64(time.Millisecond)
 	var l ledger
-	if _, ok := l.window(1000*ms, 0); ok {
+	if _, _, ok := l.window(1000*ms, 0); ok {
 		t.Error("empty ledger answered")
 	}
 	for i := int64(0); i <= 60; i++ {
@@ -203,11 +204,14 @@ func TestLedger(t *testing.T) {
 	if n, ok := l.at(1500 * ms); !ok || n != 100 {
 		t.Errorf("at 1.5s = %d, %v; want 100", n, ok)
 	}
-	if n, ok := l.window(1000*ms, 3000*ms); !ok || n != 100 {
+	if n, c, ok := l.window(1000*ms, 3000*ms); !ok || n != 100 || c != 1000*ms {
 		t.Errorf("window = %d, %v; want 100", n, ok)
 	}
-	if n, ok := l.window(1000*ms, 3030*ms); !ok || n != 100 {
-		t.Errorf("window ending between samples = %d, %v; want 100 (to the sample before)", n, ok)
+	if n, _, ok := l.window(1000*ms, 3030*ms); !ok || n != 103 {
+		t.Errorf("window ending between samples = %d, %v; want 103 (carried on from the sample before)", n, ok)
+	}
+	if _, _, ok := l.window(1000*ms, 3500*ms); ok {
+		t.Errorf("window ending 100 ms after the newest sample answered")
 	}
 	if n, ok := l.since(2400 * ms); !ok || n != 100 {
 		t.Errorf("since = %d, %v; want 100", n, ok)
@@ -229,8 +233,8 @@ func TestLedger(t *testing.T) {
 	if l.len != 2 {
 		t.Errorf("after a restart len = %d", l.len)
 	}
-	if n, ok := l.window(1000*ms, 5100*ms); !ok || n != 10 {
-		t.Errorf("window from the count's start = %d, %v; want 10", n, ok)
+	if n, c, ok := l.window(1000*ms, 5100*ms); !ok || n != 10 || c != 100*ms {
+		t.Errorf("window from the count's start = %d over %v, %v; want 10 over 100ms", n, time.Duration(c), ok)
 	}
 	// Samples closer than the spacing are dropped.
 	l.add(5105*ms, 12, 10*ms)

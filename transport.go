@@ -273,13 +273,13 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 		return booking{}, err
 	}
 	sent := t.clock.Now()
-	t.views.take(bs)
+	t.views.take(bs, sent.UnixNano())
 	r, err := t.store.reserve(ctx, bs, budget)
 	if err != nil {
-		t.views.untake(bs, nil)
+		t.views.untake(bs, nil, sent.UnixNano())
 		return booking{}, err
 	}
-	t.views.untake(bs, &r)
+	t.views.untake(bs, &r, sent.UnixNano())
 	if r.held > 0 {
 		// Another replica was told to pause these buckets: this process's
 		// waiters booked before the pause book again after it, as if the
@@ -328,7 +328,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			return booking{}, err
 		}
 	}
-	t.views.departed(bs)
+	t.views.departed(bs, t.clock.Now().UnixNano())
 	return bk, nil
 }
 
