@@ -61,9 +61,10 @@ import (
 //     -timeout 6h).
 //   - THROTTLE_MATRIX_TABLE=path writes the table, in markdown, to path.
 //
-// -short skips the matrix. A cell that would run past the test binary's
-// deadline is not started: it fails, naming the -timeout to give, and the
-// table still prints.
+// -short skips the matrix. A cell that would run into the last 3 minutes
+// before the test binary's deadline (kept for the package's other tests)
+// is not started: it fails, naming the -timeout to give, and the table
+// still prints.
 //
 // # Gates
 //
@@ -267,9 +268,10 @@ func (m *matrix) estimate(c cell, ran map[string]bool) time.Duration {
 	return 2 * one
 }
 
-// deadlineMargin is kept free before the test binary's deadline, for the
-// cleanups, the table and goleak.
-const deadlineMargin = 20 * time.Second
+// deadlineMargin is kept free before the test binary's deadline: the
+// package's other tests run after TestMatrix (about two minutes), then
+// the cleanups and goleak.
+const deadlineMargin = 3 * time.Minute
 
 // maxRuns bounds the runs of a cell's fleet (and of a baseline) when the
 // machine's stalls could explain a failure (see runCell).
@@ -290,8 +292,8 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 	defer func() { m.rows = append(m.rows, r) }()
 	if !m.fits(t, c) {
 		r.state = notRun
-		t.Fatalf("not run: the test binary's deadline is %v away, the cell needs about %v; give go test a longer -timeout (see TestMatrix)",
-			m.untilDeadline(t).Round(time.Second), (m.estimate(c, m.ranOffs()) + deadlineMargin).Round(time.Second))
+		t.Fatalf("not run: the test binary's deadline is %v away; the cell needs about %v, and %v stay kept for the package's other tests; give go test a longer -timeout (see TestMatrix)",
+			m.untilDeadline(t).Round(time.Second), m.estimate(c, m.ranOffs()).Round(time.Second), deadlineMargin)
 	}
 	off, ok := m.offs[c.offKey()]
 	for run := 1; !ok; run++ {
