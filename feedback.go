@@ -57,4 +57,3 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *h
 	}
 	return sig
 }
-

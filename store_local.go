@@ -24,8 +24,8 @@ type localStore struct {
 	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps      map[string]rateCap
 	counts    map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
-	sweepSize int   // sweep when the map reaches this size
-	sweptAt   int64 // time of the last sweep
+	sweepSize int              // sweep when the map reaches this size
+	sweptAt   int64            // time of the last sweep
 }
 
 func newLocalStore(c Clock) *localStore {

@@ -201,7 +201,7 @@ var decisionCases = []struct {
 			{op: "pause", buckets: []int{0}, pause: 100 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
 			{advance: time.Second, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{9}}, // the count has ended
-			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                     // and starts afresh
+			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                       // and starts afresh
 			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
 		},
 	},
