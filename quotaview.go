@@ -26,7 +26,8 @@ import (
 //	room = own(d-W, d] + R - (headroom·L + 1),   rate = room / W.
 //
 // (In the first window, where the count covers only part of W, what others
-// spent in it, L - R - own, is taken at a whole window's worth.)
+// spent in it beyond the reserve, L - R - own - reserve, is taken at a whole
+// window's worth.)
 //
 // Whatever else spends the quota (another consumer, a quota smaller than
 // the rule) shows as a smaller R beside the same own; nothing else needs
@@ -522,10 +523,16 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			if !ok || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
 				continue
 			}
-			// What others spent in the span the count covers, as a
-			// window's worth: in the first window their spending so far
-			// is only part of what they will spend in it.
-			others := max(float64(q.Limit-q.Remaining-own), 0) * float64(w) / float64(min(covered, int64(w)))
+			// What others spent in the span the count covers; in the first
+			// window their spending so far is only part of what they will
+			// spend in it, and what exceeds the reserve (the noise of one
+			// reading against the ledger: whole requests, some in flight)
+			// counts at a whole window's worth, once the count covers an
+			// eighth of it.
+			others := max(float64(q.Limit-q.Remaining-own), 0)
+			if covered < int64(w) && covered >= int64(w)/8 && others > reserve {
+				others = reserve + (others-reserve)*float64(w)/float64(covered)
+			}
 			room := float64(q.Limit) - others - reserve
 			c = capSpec{rate: room / w.Seconds(), span: capWindows * w}
 		}
@@ -688,8 +695,12 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	if end-w >= l.t[l.head] {
 		covered = w
 	}
-	covered = max(covered, 1)
-	return own + own*(t-end)/covered, covered + t - end, true
+	// Carry on at the window's rate; over a count that covers less than
+	// the staleness bound, its rate says too little to carry on at all.
+	if covered >= w/maxStaleShare {
+		own += own * (t - end) / covered
+	}
+	return own, max(covered, 1) + t - end, true
 }
 
 // maxStaleShare bounds how far before a reading the newest sample may be,
