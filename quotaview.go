@@ -66,6 +66,9 @@ import (
 // paused, or the fleet had just been paused): it pauses the fleet and caps
 // nothing.
 //
+// A wait that ends within sameWaitSlack after a pause this process knows of
+// is that pause told again (whole seconds round up): it does not extend it.
+//
 // A rejection that names no wait pauses the fleet for noWaitPause, doubling
 // with every such rejection in a row up to noWaitMaxPause, and back to the
 // start after a success; for recheckAfterPause after a pause, every waiter
@@ -82,6 +85,7 @@ const (
 	noWaitPause        = 50 * time.Millisecond
 	noWaitMaxPause     = 250 * time.Millisecond
 	recheckAfterPause  = time.Second
+	sameWaitSlack      = time.Second
 	ledgerSize         = 64
 	countStart         = 1 + minUnitsPerWindow
 	ledgerSamplesPerW  = ledgerSize / 2
@@ -370,6 +374,20 @@ func (v *quotaViews) read(bs []bucket, bk booking, sig Signal, now int64) feedba
 		vws[i].detect(sig.Quotas, now)
 	}
 	act.pause = v.pauseLocked(vws, sig)
+	if act.pause > 0 && act.pause < time.Duration(math.MaxInt64-now) {
+		// The same pause told again: a wait in whole seconds rounds up,
+		// so the requests already in flight into a pause come back naming
+		// ends up to a second later than the first did. Extending by them
+		// would hold the fleet up to a second past a pause that ended.
+		end := now + int64(act.pause)
+		told := true
+		for _, vw := range vws {
+			told = told && vw.pausedUntil > now && end <= vw.pausedUntil+int64(sameWaitSlack)
+		}
+		if told {
+			act.pause = 0
+		}
+	}
 	for i := range bs {
 		spec, force, ok := vws[i].decide(&bs[i], bk.depart, bk.count(i) > 0, sig, now)
 		if ok && vws[i].shouldSend(spec, force, &bs[i], now) {

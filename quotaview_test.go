@@ -190,6 +190,16 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 	if d := views.read(bs, booking{}, named, 0).pause; d != 3*time.Second {
 		t.Errorf("named wait: %v", d)
 	}
+	views.paused(bs, int64(3*time.Second), 0)
+	// 2.5 s later a request that was in flight names 1 s (rounded up from
+	// 0.5 s): the same pause, not a longer one.
+	if d := views.read(bs, booking{}, Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).pause; d != 0 {
+		t.Errorf("the same pause told again: %v, want none", d)
+	}
+	// After it, a wait is a new pause.
+	if d := views.read(bs, booking{}, Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).pause; d != time.Second {
+		t.Errorf("a pause after the first: %v, want 1s", d)
+	}
 }
 
 func TestLedger(t *testing.T) {
