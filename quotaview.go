@@ -86,6 +86,7 @@ const (
 	noWaitMaxPause     = 250 * time.Millisecond
 	recheckAfterPause  = time.Second
 	sameWaitSlack      = time.Second
+	resetRounding      = time.Second
 	ledgerSize         = 64
 	countStart         = 1 + minUnitsPerWindow
 	ledgerSamplesPerW  = ledgerSize / 2
@@ -534,8 +535,14 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			if !ok {
 				continue
 			}
+			// Spread over the reset less its rounding: a reset in whole
+			// seconds may come up to a second early, and erring that way
+			// costs nothing (an empty fixed window pauses the fleet until
+			// it refills), while the other way holds the fleet below the
+			// quota for the whole window.
 			room := float64(q.Remaining) - reserve - float64(since)
-			c = capSpec{rate: max(room, 0) / q.Reset.Seconds(), span: q.Reset}
+			in := max(q.Reset-resetRounding, q.Reset/2)
+			c = capSpec{rate: max(room, 0) / in.Seconds(), span: in}
 		} else {
 			own, covered, ok := vw.ledger.window(int64(w), depart)
 			if !ok || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {

@@ -320,8 +320,16 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		t.Logf("failed (%s) while the machine stalled %v (worth %d requests): running the cell again",
 			strings.Join(r.failures, "; "), on.stalled.Round(time.Millisecond), on.stallSlots)
 	}
+	r.known = knownFailure(c.name())
 	for _, msg := range r.failures {
+		if r.known != "" {
+			t.Logf("known failure (%s): %s", r.known, msg)
+			continue
+		}
 		t.Errorf("%s", msg)
+	}
+	if r.known != "" && len(r.failures) == 0 {
+		t.Logf("listed as a known failure (%s) but passed: take it off knownFailures", r.known)
 	}
 	t.Logf("%s", r.markdown())
 }
@@ -440,6 +448,8 @@ type row struct {
 	// last run's stalls could explain its failure.
 	runs          int
 	stallsExplain bool
+	// known is why the cell is a known failure (see knownFailures), or "".
+	known string
 }
 
 // rowState is how far a cell got.
@@ -492,6 +502,9 @@ func (r row) markdown() string {
 		if r.stallsExplain {
 			result += " (stalls could explain it)"
 		}
+		if r.known != "" {
+			result += " (known)"
+		}
 	}
 	if r.runs > 1 {
 		result += fmt.Sprintf(" (run %d times)", r.runs)
@@ -510,14 +523,17 @@ func (r row) markdown() string {
 func (m *matrix) report(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(tableHeader + "\n")
-	pass := 0
+	pass, known := 0, 0
 	for _, r := range m.rows {
 		b.WriteString(r.markdown() + "\n")
-		if r.state == done && len(r.failures) == 0 {
+		switch {
+		case r.state == done && len(r.failures) == 0:
 			pass++
+		case r.known != "":
+			known++
 		}
 	}
-	fmt.Fprintf(&b, "\n%d of %d cells pass (scale %v).\n", pass, len(m.rows), m.scale)
+	fmt.Fprintf(&b, "\n%d of %d cells pass, %d fail as known (scale %v).\n", pass, len(m.rows), known, m.scale)
 	t.Logf("scenario matrix:\n%s", b.String())
 	if m.tablePath != "" {
 		if err := os.WriteFile(m.tablePath, []byte(b.String()), 0o644); err != nil {
