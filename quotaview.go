@@ -545,17 +545,16 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 			c = capSpec{rate: max(room, 0) / in.Seconds(), span: in}
 		} else {
 			own, covered, ok := vw.ledger.window(int64(w), depart)
-			if !ok || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
+			if !ok || covered < int64(w)/minCoveredShare || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
 				continue
 			}
 			// What others spent in the span the count covers; in the first
 			// window their spending so far is only part of what they will
 			// spend in it, and what exceeds the reserve (the noise of one
 			// reading against the ledger: whole requests, some in flight)
-			// counts at a whole window's worth, once the count covers an
-			// eighth of it.
+			// counts at a whole window's worth.
 			others := max(float64(q.Limit-q.Remaining-own), 0)
-			if covered < int64(w) && covered >= int64(w)/8 && others > reserve {
+			if covered < int64(w) && others > reserve {
 				others = reserve + (others-reserve)*float64(w)/float64(covered)
 			}
 			room := float64(q.Limit) - others - reserve
@@ -727,6 +726,12 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	}
 	return own, max(covered, 1) + t - end, true
 }
+
+// minCoveredShare: a reading needs the count to cover at least this share
+// of its window (1/8): over less, a reading against the ledger is mostly
+// the noise of the requests in flight, and a replica that has just begun
+// (an idle one's first request) has counted next to nothing.
+const minCoveredShare = 8
 
 // maxStaleShare bounds how far before a reading the newest sample may be,
 // as a share of the window: a sixteenth of the window's traffic carried on
