@@ -313,7 +313,7 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		logRun(t, fr, on)
 		r.on, r.off, r.state = on, off, done
 		r.failures = gates(c, on, off, 0)
-		r.stallsExplain = len(r.failures) > 0 && len(gates(c, on, off, on.stallSlots)) == 0
+		r.stallsExplain = len(r.failures) > 0 && (len(gates(c, on, off, on.stallSlots)) == 0 || stallRejected(c, on))
 		if !r.stallsExplain || r.runs == maxRuns || !m.fits(t, c) {
 			break
 		}
@@ -332,6 +332,15 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		t.Logf("listed as a known failure (%s) but passed: take it off knownFailures", r.known)
 	}
 	t.Logf("%s", r.markdown())
+}
+
+// stallRejected reports whether a steady run's rejections are all ones its
+// stalls could explain: a reading fleet obeys the server's whole-second
+// Retry-After, so such a rejection also costs a second's pause, which is
+// the stall's too (the rules alone pay one request for it). Such a run is
+// run again; the verdict still grants nothing.
+func stallRejected(c cell, on figures) bool {
+	return c.scenario == steady && on.rejected > 0 && on.rejected <= on.stallSlots
 }
 
 // fits reports whether c can still run before the test binary's deadline.
