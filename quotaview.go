@@ -600,10 +600,12 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, n
 }
 
 // shouldSend reports whether spec must go to the store: a rejection's cap
-// always; otherwise when it differs from the cap this process sent last by
-// more than maxCapDrift of the rule (a cap where there was none, only then;
-// none where there was a cap, always), or when that one is half through
-// its span; and never more often than ledgerSamplesPerW times a
+// always; otherwise a cap below the one this process sent last (any
+// tightening: the reserve is a few units a window, and a cap left a drift
+// above the reading spends them), a cap above it by more than maxCapDrift
+// of the rule (a cap where there was none, only when this far below the
+// rule; none where there was a cap, always), or when the last one is half
+// through its span; and never more often than ledgerSamplesPerW times a
 // window, so a busy bucket costs the store a few calls a window.
 func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) bool {
 	if force || vw.sentAt == 0 {
@@ -622,13 +624,15 @@ func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) 
 		return spec.rate < ruleRate*(1-maxCapDrift)
 	case spec.rate == 0 && vw.sent.rate > 0:
 		return true
-	case math.Abs(spec.rate-vw.sent.rate) > maxCapDrift*ruleRate:
+	case spec.rate > 0 && spec.rate < vw.sent.rate:
+		return true
+	case spec.rate-vw.sent.rate > maxCapDrift*ruleRate:
 		return true
 	}
 	return since >= int64(vw.sent.span)/2
 }
 
-// maxCapDrift is how far, as a share of the rule, a new cap may differ from
+// maxCapDrift is how far, as a share of the rule, a new cap may rise above
 // the last one sent before it is worth a store call.
 const maxCapDrift = 0.02
 
@@ -688,13 +692,18 @@ func (l *ledger) add(t, n, spacing int64) {
 	l.t[i], l.n[i] = t, n
 }
 
-// window returns the units sent in the w before t: what the samples show
-// in the w before the newest one taken by t, carried on to t at that
-// window's own rate; and the span of it the count covers (less than w when
-// the count began within it, see at). A replica whose waiters all sleep
-// takes no sample until one of them is back, so the newest sample may be
-// well before t; one older than w/maxStaleShare is too old to carry on
-// (false), and so is a ledger that does not reach back over w.
+// window returns the units sent in the w before t, and the span of it the
+// count covers (less than w when the count began within it, see at). The
+// samples reach to the newest one taken by t, at end; from there to t the
+// count is carried on at the rate of the w before end. A full window
+// slides with t, so what it lost at its start between end−w and t−w is
+// taken off again: carrying on alone would count a window of w + (t−end),
+// up to a sixteenth of a window's traffic too much, which is the reserve
+// of a quota of 100 spent (the shared-quota run held the server's window
+// at 99–100 that way). A replica whose waiters all sleep takes no sample
+// until one of them is back, so the newest sample may be well before t;
+// one older than w/maxStaleShare is too old to carry on (false), and so is
+// a ledger that does not reach back over w.
 func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	if l.len == 0 {
 		return 0, 0, false
@@ -715,12 +724,18 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	}
 	b, _ := l.at(end)
 	own = max(b-a, 0)
-	covered = min(w, end-l.t[l.head]) // the count began at the oldest sample when at reached before it
 	if end-w >= l.t[l.head] {
-		covered = w
+		if t > end {
+			left, _ := l.at(t - w)
+			own = max(own+own*(t-end)/w-(left-a), 0)
+		}
+		return own, w, true
 	}
-	// Carry on at the window's rate; over a count that covers less than
-	// the staleness bound, its rate says too little to carry on at all.
+	// The count began within the window (at the oldest sample, as at
+	// found): the window is all of the count, and it grows with t. Over a
+	// count that covers less than the staleness bound, its rate says too
+	// little to carry on at all.
+	covered = end - l.t[l.head]
 	if covered >= w/maxStaleShare {
 		own += own * (t - end) / covered
 	}
