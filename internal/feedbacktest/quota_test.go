@@ -146,6 +146,7 @@ func runQuotaFleet(t *testing.T, d dialect, opts ...fleettest.ServerOption) (fle
 	t.Logf("outside sent per second    %v", perSec(outside))
 	t.Logf("outside rejected per second %v", perSec(outside.Status(http.StatusTooManyRequests)))
 	t.Logf("bucket's rate in Redis     %v", perSecondRates(samples, begin, seconds))
+	logAroundRejections(t, all, begin)
 	for _, s := range sums {
 		if n := s.ErrorCount() - s.Errors[fleettest.ErrKindBeyondDeadline] - s.Errors[fleettest.ErrKindContext]; n > 0 {
 			t.Errorf("worker %d: %d unexpected errors %v: %q", s.ID, n, s.Errors, s.Samples)
@@ -199,5 +200,34 @@ func checkQuotaUse(t *testing.T, d dialect, all fleettest.Arrivals, from, to tim
 	}
 	if use < minUse {
 		t.Errorf("%s: the fleet used %.1f %% of the %.0f/s that remain: want ≥ %.0f %%", d, 100*use, quotaRemains, 100*minUse)
+	}
+}
+
+// logAroundRejections logs, for each of the fleet's rejections, the fleet's
+// and the outside consumer's arrivals in 100 ms bins from 1.2 s before it
+// to 0.4 s after, and the trailing window's count at the rejection: what
+// tells a burst of the fleet from the outside consumer's or a stall's.
+func logAroundRejections(t *testing.T, all fleettest.Arrivals, begin time.Duration) {
+	t.Helper()
+	fl := all.Fleet()
+	outside := all.FromWorker(fleettest.OutsideWorker)
+	const bin = 100 * time.Millisecond
+	for _, r := range fl.Status(http.StatusTooManyRequests) {
+		if r.At-begin < quotaWindow {
+			continue
+		}
+		from := r.At - 12*bin
+		bins := func(as fleettest.Arrivals) []int {
+			out := make([]int, 16)
+			for _, a := range as {
+				if a.At >= from && a.At < from+16*bin {
+					out[(a.At-from)/bin]++
+				}
+			}
+			return out
+		}
+		inWindow := fleettest.CountIn(all.Times(), r.At-quotaWindow, r.At)
+		t.Logf("rejection at %v (worker %d): %d arrivals in the trailing window; fleet per 100 ms %v; outside %v",
+			(r.At - begin).Round(time.Millisecond), r.Worker, inWindow, bins(fl), bins(outside))
 	}
 }
