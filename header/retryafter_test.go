@@ -1,9 +1,11 @@
-package throttle
+package header_test
 
 import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -41,7 +43,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tt.value, now)
+			got, ok := header.ParseRetryAfter(tt.value, now)
 			if got != tt.want || ok != tt.ok {
 				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
@@ -65,7 +67,7 @@ func TestParseRetryAfterMillis(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRetryAfterMillis(tt.value)
+			got, ok := header.ParseRetryAfterMillis(tt.value)
 			if got != tt.want || ok != tt.ok {
 				t.Fatalf("ParseRetryAfterMillis(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
@@ -76,17 +78,17 @@ func TestParseRetryAfterMillis(t *testing.T) {
 func TestParseShouldRetryHint(t *testing.T) {
 	tests := []struct {
 		value string
-		want  RetryHint
+		want  header.RetryHint
 	}{
-		{"true", RetryHintRetry},
-		{"TRUE", RetryHintRetry},
-		{" false ", RetryHintDoNotRetry},
-		{"", RetryHintNone},
-		{"yes", RetryHintNone},
+		{"true", header.RetryHintRetry},
+		{"TRUE", header.RetryHintRetry},
+		{" false ", header.RetryHintDoNotRetry},
+		{"", header.RetryHintNone},
+		{"yes", header.RetryHintNone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
-			if got := ParseShouldRetry(tt.value); got != tt.want {
+			if got := header.ParseShouldRetry(tt.value); got != tt.want {
 				t.Fatalf("ParseShouldRetry(%q) = %v; want %v", tt.value, got, tt.want)
 			}
 		})
@@ -109,7 +111,7 @@ func TestSecondsToDurationRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := SecondsToDuration(tt.sec); got != tt.want {
+			if got := header.SecondsToDuration(tt.sec); got != tt.want {
 				t.Fatalf("SecondsToDuration(%v) = %v; want %v", tt.sec, got, tt.want)
 			}
 		})
