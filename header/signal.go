@@ -44,7 +44,7 @@ const (
 // RetryHint is a server's explicit opinion on whether a request may be
 // retried, read from headers such as x-should-retry (OpenAI, Anthropic) or
 // Stripe-Should-Retry. The zero value, [RetryHintNone], means the server did
-// not say.
+// not say. It is a plain value, safe for concurrent use.
 type RetryHint int8
 
 const (
@@ -119,6 +119,8 @@ type Signal struct {
 
 // Quota is what a server reported about one quota or policy. The zero
 // value is an empty report; the Has* flags say which numbers were present.
+// Like [Signal], a Quota is a plain value: copy it freely; its methods only
+// read it and are safe for concurrent use.
 type Quota struct {
 	// Name is the policy name: an IETF policy name ("burst", "daily"),
 	// "default" for older IETF forms, "requests" for X-RateLimit-*, or a
@@ -282,7 +284,8 @@ type Dialect interface {
 }
 
 // DialectFunc adapts a function to [Dialect]. A nil DialectFunc is not a
-// valid Dialect.
+// valid Dialect; the function must be safe for concurrent use and never
+// panic, as every Dialect.
 type DialectFunc func(status int, h http.Header, now time.Time, s *Signal)
 
 // Parse calls f(status, h, now, s).
@@ -470,6 +473,7 @@ func presentFields(h http.Header) fieldSet {
 // Value returns the first value of header field name in h, with
 // surrounding whitespace removed, or "" when it is absent or longer than
 // maxLen bytes. Dialects use it to read untrusted values with a bound.
+// name is found as h.Get finds it, in any case; Value does not modify h.
 func Value(h http.Header, name string, maxLen int) string {
 	return headerFirst(h, textproto.CanonicalMIMEHeaderKey(name), maxLen)
 }
