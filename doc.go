@@ -29,7 +29,7 @@
 //
 // Every response is read for what the server says about its limits
 // (Retry-After, X-RateLimit-*, the IETF RateLimit fields and provider
-// dialects, see [ParseSignal]): a server that names a time to come back
+// dialects, see [header.Parse]): a server that names a time to come back
 // pauses the request's buckets for the whole fleet, a rejection or a quota
 // nearly spent slows them down, and rate-limited responses are retried in
 // a fresh slot when the request can be replayed safely (see [RetryPolicy]).

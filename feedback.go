@@ -4,21 +4,21 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // WithDialects adds provider dialects to the standard header parsers that
-// read every response (see [ParseSignal]). The providers package has
+// read every response (see [header.Parse]). The providers package has
 // dialects for common APIs.
-func WithDialects(ds ...Dialect) Option {
+func WithDialects(ds ...header.Dialect) Option {
 	return optionFunc(func(c *config) { c.dialects = append(c.dialects, ds...) })
 }
 
-// WithMaxRetryAfter caps every wait read from a response: a server asking
-// for longer pauses its buckets, and delays a retry, by d only. If d ≤ 0,
-// [DefaultMaxRetryAfter] applies.
-func WithMaxRetryAfter(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.maxRetryAfter = d })
-}
+// maxQuotaWindow bounds a quota's window as the fleet models it:
+// header.Signal.Normalize bounds a window the server names at one year,
+// and a window worked out from a rule is bounded alike.
+const maxQuotaWindow = 366 * 24 * time.Hour
 
 // listen reads what a response says about the server's limits and acts on
 // it for the whole fleet (see quotaview.go): a response that names a time
@@ -31,8 +31,8 @@ func WithMaxRetryAfter(d time.Duration) Option {
 // it and holds its own waiters alike (reservation.held). A response that
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
 // at what the server leaves the fleet (store.limit).
-func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *http.Response) Signal {
-	sig := ParseSignal(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfter, t.dialects...)
+func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *http.Response) header.Signal {
+	sig := t.signal(resp)
 	if len(bs) == 0 || t.noFeedback {
 		return sig
 	}

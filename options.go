@@ -3,6 +3,8 @@ package throttle
 import (
 	"fmt"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // Defaults for the Transport's options.
@@ -42,7 +44,7 @@ type config struct {
 	clock    Clock
 	errs     []error // invalid option values, reported by New
 
-	dialects      []Dialect
+	dialects      []header.Dialect
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
 	// noFeedback, set by WithoutFeedback, leaves buckets to their rules.

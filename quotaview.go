@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // This file holds the model of the server's limiter that the fleet reads
@@ -351,7 +353,7 @@ func (v *quotaViews) recheck(bs []bucket, now int64) bool {
 
 // read works out what sig, the answer to a request booked as bk in bs,
 // asks of the store at now.
-func (v *quotaViews) read(bs []bucket, bk booking, sig Signal, now int64) feedbackActions {
+func (v *quotaViews) read(bs []bucket, bk booking, sig header.Signal, now int64) feedbackActions {
 	var act feedbackActions
 	quotas := requestQuotas(sig.Quotas)
 	if !sig.Limited && !sig.HasRetryAfter && quotas == 0 {
@@ -401,7 +403,7 @@ func (v *quotaViews) read(bs []bucket, bk booking, sig Signal, now int64) feedba
 
 // pauseLocked returns the pause sig asks of the fleet (0 for none) and
 // keeps the views' count of rejections in a row. v.mu must be held.
-func (v *quotaViews) pauseLocked(vws []*quotaView, sig Signal) time.Duration {
+func (v *quotaViews) pauseLocked(vws []*quotaView, sig header.Signal) time.Duration {
 	if !sig.Limited {
 		for _, vw := range vws {
 			if vw.strikes > 0 {
@@ -460,7 +462,7 @@ func noWaitFor(strikes int) time.Duration {
 // requestQuotas returns how many of qs report a limit and what remains of
 // it in requests: what the model reads (a token quota counts something
 // the fleet's buckets do not).
-func requestQuotas(qs []Quota) int {
+func requestQuotas(qs []header.Quota) int {
 	n := 0
 	for i := range qs {
 		if readable(&qs[i]) {
@@ -470,13 +472,13 @@ func requestQuotas(qs []Quota) int {
 	return n
 }
 
-func readable(q *Quota) bool {
+func readable(q *header.Quota) bool {
 	return q.HasLimit && q.HasRemaining && q.Limit > 0 && (q.Unit == "" || q.Unit == "requests")
 }
 
 // detect updates the fixed-window reading from the first readable quota
 // with a reset: see the file's comment.
-func (vw *quotaView) detect(qs []Quota, now int64) {
+func (vw *quotaView) detect(qs []header.Quota, now int64) {
 	for i := range qs {
 		q := &qs[i]
 		if !readable(q) || !q.HasReset || q.Reset <= 0 {
@@ -506,7 +508,7 @@ func (vw *quotaView) detect(qs []Quota, now int64) {
 // request departing at depart whose bucket the store counts (counted);
 // force when it must reach the store whatever was sent before (a
 // rejection's); ok false when sig says nothing the model can use.
-func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig Signal, now int64) (spec capSpec, force, ok bool) {
+func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Signal, now int64) (spec capSpec, force, ok bool) {
 	ruleRate := 1e9 / float64(b.interval)
 	countOnly := capSpec{span: countWindows * ruleWindow(b)}
 	if !counted {
@@ -655,7 +657,7 @@ func ruleWindow(b *bucket) time.Duration { return max(b.quota.Period, time.Milli
 // quotaWindow returns q's window: the one the server names, else the time
 // the rule takes to spend q's limit (the rule's period when the rule is the
 // quota).
-func quotaWindow(q *Quota, b *bucket) time.Duration {
+func quotaWindow(q *header.Quota, b *bucket) time.Duration {
 	if q.Window > 0 {
 		return q.Window
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // quotaBucket is a bucket of a rule of 100 per second, burst 1, at the
@@ -24,8 +26,8 @@ func fill(vw *quotaView, b *bucket, start int64, from, to int64, perSecond float
 	}
 }
 
-func xrl(limit, remaining int64, reset time.Duration) Quota {
-	return Quota{Name: "requests", Unit: "requests", Limit: limit, Remaining: remaining, HasLimit: true, HasRemaining: true, Reset: reset, HasReset: true}
+func xrl(limit, remaining int64, reset time.Duration) header.Quota {
+	return header.Quota{Name: "requests", Unit: "requests", Limit: limit, Remaining: remaining, HasLimit: true, HasRemaining: true, Reset: reset, HasReset: true}
 }
 
 func TestQuotaViewDecide(t *testing.T) {
@@ -34,7 +36,7 @@ func TestQuotaViewDecide(t *testing.T) {
 	ruleRate := 1e9 / float64(b.interval)
 	for _, tc := range []struct {
 		name    string
-		sig     Signal
+		sig     header.Signal
 		own     float64 // units a second the fleet sent over the last 2 s
 		pausedS float64 // a pause ended this many seconds before the reading
 		want    float64 // the cap's rate; 0: count only (no cap)
@@ -43,20 +45,20 @@ func TestQuotaViewDecide(t *testing.T) {
 		slope   bool
 		window  time.Duration // the ledger's spacing; the rule's period when 0
 	}{
-		{name: "alone at the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 98, want: 0},
-		{name: "alone, a jitter reading one low: a cap within the drift", sig: Signal{Quotas: []Quota{xrl(100, 1, time.Second)}}, own: 98, want: 96},
-		{name: "below the quota: the rule", sig: Signal{Quotas: []Quota{xrl(100, 50, time.Second)}}, own: 50, want: 0},
-		{name: "an outside consumer of 30/s: what remains", sig: Signal{Quotas: []Quota{xrl(100, 2, time.Second)}}, own: 68, want: 67},
-		{name: "overshooting: the room is what it sent and what is left", sig: Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 90, want: 87},
-		{name: "IETF window names W", sig: Signal{Quotas: []Quota{{Name: "default", Unit: "requests", Limit: 1000, Remaining: 20, HasLimit: true, HasRemaining: true, Window: 10 * time.Second}}}, own: 68, want: (680 + 20 - 21) / 10.0, window: 10 * time.Second},
-		{name: "a token quota is not read", sig: Signal{Quotas: []Quota{{Name: "tokens", Unit: "tokens", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}}, own: 98, none: true},
-		{name: "rejection with the quota spent", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 80, want: 77, force: true},
-		{name: "rejection while the fleet sent little: a refusal", sig: Signal{Limited: true, Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 20, none: true},
-		{name: "bare rejection: what it sent, climbing", sig: Signal{Limited: true}, own: 80, want: 78, force: true, slope: true},
-		{name: "bare rejection at the rule: count only", sig: Signal{Limited: true}, own: 101, want: 0},
-		{name: "bare rejection while paused: a refusal", sig: Signal{Limited: true}, own: 30, none: true},
-		{name: "plain success: nothing", sig: Signal{}, own: 98, none: true},
-		{name: "floor: a few a window", sig: Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, own: 0, want: minUnitsPerWindow},
+		{name: "alone at the quota: the rule", sig: header.Signal{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, own: 98, want: 0},
+		{name: "alone, a jitter reading one low: a cap within the drift", sig: header.Signal{Quotas: []header.Quota{xrl(100, 1, time.Second)}}, own: 98, want: 96},
+		{name: "below the quota: the rule", sig: header.Signal{Quotas: []header.Quota{xrl(100, 50, time.Second)}}, own: 50, want: 0},
+		{name: "an outside consumer of 30/s: what remains", sig: header.Signal{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, own: 68, want: 67},
+		{name: "overshooting: the room is what it sent and what is left", sig: header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 90, want: 87},
+		{name: "IETF window names W", sig: header.Signal{Quotas: []header.Quota{{Name: "default", Unit: "requests", Limit: 1000, Remaining: 20, HasLimit: true, HasRemaining: true, Window: 10 * time.Second}}}, own: 68, want: (680 + 20 - 21) / 10.0, window: 10 * time.Second},
+		{name: "a token quota is not read", sig: header.Signal{Quotas: []header.Quota{{Name: "tokens", Unit: "tokens", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}}, own: 98, none: true},
+		{name: "rejection with the quota spent", sig: header.Signal{Limited: true, Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 80, want: 77, force: true},
+		{name: "rejection while the fleet sent little: a refusal", sig: header.Signal{Limited: true, Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 20, none: true},
+		{name: "bare rejection: what it sent, climbing", sig: header.Signal{Limited: true}, own: 80, want: 78, force: true, slope: true},
+		{name: "bare rejection at the rule: count only", sig: header.Signal{Limited: true}, own: 101, want: 0},
+		{name: "bare rejection while paused: a refusal", sig: header.Signal{Limited: true}, own: 30, none: true},
+		{name: "plain success: nothing", sig: header.Signal{}, own: 98, none: true},
+		{name: "floor: a few a window", sig: header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 0, want: minUnitsPerWindow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := 30 * sec
@@ -94,13 +96,13 @@ func TestQuotaViewDecide(t *testing.T) {
 func TestQuotaViewUncounted(t *testing.T) {
 	b := quotaBucket()
 	vw := &quotaView{}
-	for _, sig := range []Signal{{Quotas: []Quota{xrl(100, 2, time.Second)}}, {Limited: true}} {
+	for _, sig := range []header.Signal{{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, {Limited: true}} {
 		spec, _, ok := vw.decide(&b, 0, false, sig, 0)
 		if !ok || spec.rate != 0 || spec.span != countWindows*time.Second {
 			t.Errorf("%+v: decide = %+v, %v; want counting to start", sig, spec, ok)
 		}
 	}
-	if _, _, ok := vw.decide(&b, 0, false, Signal{}, 0); ok {
+	if _, _, ok := vw.decide(&b, 0, false, header.Signal{}, 0); ok {
 		t.Error("a plain success started counting")
 	}
 }
@@ -130,7 +132,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vw := &quotaView{}
 			for now := int64(0); now <= 5*sec; now += 50 * int64(time.Millisecond) {
-				vw.detect([]Quota{xrl(1000, 500, tc.reset(now))}, now)
+				vw.detect([]header.Quota{xrl(1000, 500, tc.reset(now))}, now)
 			}
 			if vw.fixed != tc.fixed {
 				t.Fatalf("fixed = %v, want %v", vw.fixed, tc.fixed)
@@ -142,7 +144,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 	now := 10 * sec
 	vw := &quotaView{fixed: true}
 	fill(vw, &b, 1000, now-2*sec, now, 50)
-	sig := Signal{Quotas: []Quota{xrl(12000, 400, 50*time.Second)}}
+	sig := header.Signal{Quotas: []header.Quota{xrl(12000, 400, 50*time.Second)}}
 	spec, _, ok := vw.decide(&b, now-2*sec, true, sig, now)
 	// Spread over 49 s: the reset's second of rounding errs towards the quota.
 	want := max((400-0.02*12000-1-100)/49.0, minUnitsPerWindow/120.0) // the rule takes 120 s to spend 12000
@@ -153,12 +155,12 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 	views := newQuotaViews()
 	views.views["api"] = &quotaView{fixed: true}
 	bs := []bucket{b}
-	exhausted := Signal{Quotas: []Quota{xrl(100, 0, 20*time.Second)}}
+	exhausted := header.Signal{Quotas: []header.Quota{xrl(100, 0, 20*time.Second)}}
 	if act := views.read(bs, booking{}, exhausted, now); act.pause != 20*time.Second {
 		t.Errorf("fixed, none left: pause %v, want 20s", act.pause)
 	}
 	views.views["api"].fixed = false
-	if act := views.read(bs, booking{}, Signal{Quotas: []Quota{xrl(100, 0, time.Second)}}, now); act.pause != 0 {
+	if act := views.read(bs, booking{}, header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, now); act.pause != 0 {
 		t.Errorf("sliding, none left on a success: pause %v, want none", act.pause)
 	}
 }
@@ -169,7 +171,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 func TestQuotaViewNoWaitBackoff(t *testing.T) {
 	views := newQuotaViews()
 	bs := []bucket{quotaBucket()}
-	rejected := Signal{Limited: true, Reason: "global-rate"}
+	rejected := header.Signal{Limited: true, Reason: "global-rate"}
 	var got []time.Duration
 	for range 6 {
 		got = append(got, views.read(bs, booking{}, rejected, 0).pause)
@@ -180,25 +182,25 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 			t.Fatalf("pauses %v, want %v", got, want)
 		}
 	}
-	views.read(bs, booking{}, Signal{}, 0) // a success
+	views.read(bs, booking{}, header.Signal{}, 0) // a success
 	if views.struck.Load() != 0 {
 		t.Error("a success left strikes")
 	}
 	if d := views.read(bs, booking{}, rejected, 0).pause; d != noWaitPause {
 		t.Errorf("after a success: %v, want %v", d, noWaitPause)
 	}
-	named := Signal{Limited: true, RetryAfter: 3 * time.Second, HasRetryAfter: true}
+	named := header.Signal{Limited: true, RetryAfter: 3 * time.Second, HasRetryAfter: true}
 	if d := views.read(bs, booking{}, named, 0).pause; d != 3*time.Second {
 		t.Errorf("named wait: %v", d)
 	}
 	views.paused(bs, int64(3*time.Second), 0)
 	// 2.5 s later a request that was in flight names 1 s (rounded up from
 	// 0.5 s): the same pause, not a longer one.
-	if d := views.read(bs, booking{}, Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).pause; d != 0 {
+	if d := views.read(bs, booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).pause; d != 0 {
 		t.Errorf("the same pause told again: %v, want none", d)
 	}
 	// After it, a wait is a new pause.
-	if d := views.read(bs, booking{}, Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).pause; d != time.Second {
+	if d := views.read(bs, booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).pause; d != time.Second {
 		t.Errorf("a pause after the first: %v, want 1s", d)
 	}
 }

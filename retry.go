@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // Defaults of the retry policy.
@@ -48,7 +50,7 @@ type RetryPolicy struct {
 
 	// ShouldRetry reports whether a response calls for a retry. If nil,
 	// [RetryRateLimited] applies.
-	ShouldRetry func(*http.Response, Signal) bool
+	ShouldRetry func(*http.Response, header.Signal) bool
 
 	// NewBackOff makes the schedule of waits used when the server names no
 	// wait, one per request. If nil, an exponential backoff with jitter
@@ -80,8 +82,8 @@ func Replayable(r *http.Request) bool {
 
 // RetryRateLimited reports whether a response was rejected for rate and the
 // server did not forbid a retry: the default ShouldRetry.
-func RetryRateLimited(_ *http.Response, s Signal) bool {
-	return s.Limited && s.ShouldRetry != RetryHintDoNotRetry
+func RetryRateLimited(_ *http.Response, s header.Signal) bool {
+	return s.Limited && s.ShouldRetry != header.RetryHintDoNotRetry
 }
 
 // withDefaults returns p with every unset field set to its default.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // scriptedServer answers each request with the next status in statuses
@@ -183,9 +185,9 @@ func TestRetryClosesRetriedBodiesAndReturnsLastResponse(t *testing.T) {
 func TestRetryHonoursServerHints(t *testing.T) {
 	t.Run("Stripe-Should-Retry false stops retries", func(t *testing.T) {
 		srv := newScriptedServer(t, []int{429, 200}, http.Header{"Stripe-Should-Retry": {"false"}, "Retry-After-Ms": {"1"}})
-		tr := retryTransport(t, nil, WithDialects(DialectFunc(func(_ int, h http.Header, _ time.Time, s *Signal) {
+		tr := retryTransport(t, nil, WithDialects(header.DialectFunc(func(_ int, h http.Header, _ time.Time, s *header.Signal) {
 			if h.Get("Stripe-Should-Retry") == "false" {
-				s.ShouldRetry = RetryHintDoNotRetry
+				s.ShouldRetry = header.RetryHintDoNotRetry
 			}
 		})))
 		resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, srv.URL, nil))

@@ -1,101 +1,79 @@
 package throttle
 
 import (
+	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/throttlekit/throttle/header"
 )
 
-// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3)
-// relative to now, the time the response was received.
-//
-// It accepts delay-seconds ("120"), fractional seconds as Shopify sends
-// them ("2.0"), and the three HTTP-date forms of RFC 9110 §5.6.7:
-// IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the obsolete RFC 850 form
-// ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6 08:49:37
-// 1994"). A date in the past gives 0. The result is never negative but is
-// not capped: a huge delay saturates at the largest time.Duration, and
-// [ParseSignal] caps it. Signs, exponents, NaN, Inf, empty values and values
-// longer than 256 bytes are rejected (false).
-func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	value = strings.TrimSpace(value)
-	if value == "" || len(value) > maxNumericHeaderLen {
-		return 0, false
-	}
-	if d, ok := ParseDelaySeconds(value); ok {
-		return d, true
-	}
-	t, err := http.ParseTime(value)
-	if err != nil {
-		return 0, false
-	}
-	// time.Time.Sub saturates instead of overflowing for year-9999 dates.
-	if d := t.Sub(now); d > 0 {
-		return d, true
-	}
-	return 0, true
+// This file is the Transport's reading of when to come back: the cap on
+// every wait a server names, and the delay chosen before a retry. Package
+// header reads what a response says; feedback.go and quotaview.go decide
+// what the fleet's buckets do with it (a pause, a capped rate).
+
+// WithMaxRetryAfter caps every wait read from a response: a server asking
+// for longer pauses its buckets, and delays a retry, by d only. If d ≤ 0,
+// [header.DefaultMaxRetryAfter] applies.
+func WithMaxRetryAfter(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.maxRetryAfter = d })
 }
 
-// ParseRetryAfterMillis parses retry-after-ms (OpenAI SDKs, Azure OpenAI):
-// a non-negative number of milliseconds, possibly with a fraction ("10",
-// "1500.5"). Same rejection rules and saturation as [ParseRetryAfter].
-func ParseRetryAfterMillis(value string) (time.Duration, bool) {
-	f, ok := parseDecimal(value)
+// signal reads what resp says about the server's limits, through the
+// Transport's dialects, with every wait in it (RetryAfter and every
+// quota's Reset) capped at the Transport's MaxRetryAfter: whatever the
+// server asks, no pause and no retry of this Transport waits longer.
+func (t *Transport) signal(resp *http.Response) header.Signal {
+	return header.Parse(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfterCap(), t.dialects...)
+}
+
+// maxRetryAfterCap is the cap on waits read from responses: the
+// Transport's MaxRetryAfter, or header.DefaultMaxRetryAfter when unset.
+func (t *Transport) maxRetryAfterCap() time.Duration {
+	if t.maxRetryAfter <= 0 {
+		return header.DefaultMaxRetryAfter
+	}
+	return t.maxRetryAfter
+}
+
+// retryDelay returns how long to wait before retrying a request first sent
+// at start whose response said sig: the wait the server named (a
+// Retry-After, else the reset of a quota it reported spent, see
+// [header.Signal.Wait]), already capped at MaxRetryAfter; else the next
+// wait of the request's backoff schedule bo. It returns false when no retry
+// is to be made: the backoff gave up, or the retry would be sent after the
+// policy's MaxElapsed or past the context's deadline, where a retry could
+// only fail.
+func (t *Transport) retryDelay(ctx context.Context, sig header.Signal, bo *backoffState, start time.Time) (time.Duration, bool) {
+	delay, ok := sig.Wait()
 	if !ok {
-		return 0, false
-	}
-	return SecondsToDuration(f / 1000), true
-}
-
-// ParseDelaySeconds parses a non-negative decimal number of seconds
-// ("120", "2.0", "64.57") into a Duration, saturating at the largest
-// Duration. It accepts only ASCII digits with at most one '.', at least one
-// digit before it: no sign, exponent, hex, NaN, Inf or surrounding
-// garbage. Used for Retry-After, X-RateLimit-Reset-After and
-// RateLimit-Reset.
-func ParseDelaySeconds(value string) (time.Duration, bool) {
-	f, ok := parseDecimal(value)
-	if !ok {
-		return 0, false
-	}
-	return SecondsToDuration(f), true
-}
-
-// ParseShouldRetry parses x-should-retry or Stripe-Should-Retry: "true"
-// gives [RetryHintRetry], "false" gives [RetryHintDoNotRetry] (ASCII case
-// ignored), anything else [RetryHintNone].
-func ParseShouldRetry(value string) RetryHint {
-	switch v := strings.TrimSpace(value); {
-	case strings.EqualFold(v, "true"):
-		return RetryHintRetry
-	case strings.EqualFold(v, "false"):
-		return RetryHintDoNotRetry
-	}
-	return RetryHintNone
-}
-
-// parseDecimal parses `1*DIGIT [ "." *DIGIT ]` (surrounding whitespace
-// allowed) as a float64. Values up to 256 bytes cannot overflow float64.
-func parseDecimal(value string) (float64, bool) {
-	value = strings.TrimSpace(value)
-	if value == "" || len(value) > maxNumericHeaderLen {
-		return 0, false
-	}
-	dot := false
-	for i := 0; i < len(value); i++ {
-		c := value[i]
-		switch {
-		case c >= '0' && c <= '9':
-		case c == '.' && !dot && i > 0:
-			dot = true
-		default:
+		delay = bo.next(t.retry.NewBackOff)
+		if delay == backoff.Stop {
 			return 0, false
 		}
 	}
-	f, err := strconv.ParseFloat(value, 64)
-	if err != nil || f < 0 {
+	at := t.clock.Now().Add(delay)
+	if at.Sub(start) > t.retry.MaxElapsed || beyondDeadline(ctx, at) {
 		return 0, false
 	}
-	return f, true
+	return delay, true
+}
+
+// beyondDeadline reports whether at lies past ctx's deadline.
+func beyondDeadline(ctx context.Context, at time.Time) bool {
+	dl, ok := ctx.Deadline()
+	return ok && at.After(dl)
+}
+
+// backoffState makes a request's backoff schedule on first use.
+type backoffState struct{ b backoff.BackOff }
+
+func (s *backoffState) next(newBackOff func() backoff.BackOff) time.Duration {
+	if s.b == nil {
+		s.b = newBackOff()
+	}
+	return s.b.NextBackOff()
 }

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/throttlekit/throttle/header"
 )
 
 // Transport is an [http.RoundTripper] that makes each request wait for its
@@ -31,7 +31,7 @@ type Transport struct {
 	clock Clock
 
 	maxWait       time.Duration
-	dialects      []Dialect
+	dialects      []header.Dialect
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
 	noFeedback    bool
@@ -93,7 +93,7 @@ func (t *Transport) Err() error { return t.err }
 
 // RoundTrip waits for the request's slot in every bucket it needs, then
 // sends it through the base transport, and reads the response's rate-limit
-// headers (see [ParseSignal]) to pause the fleet's buckets when the server
+// headers (see [header.Parse]) to pause the fleet's buckets when the server
 // asks for it.
 //
 // It fails without sending when the slot lies beyond the context's deadline
@@ -136,14 +136,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
-		delay, ok := sig.Wait()
+		delay, ok := t.retryDelay(ctx, sig, &bo, start)
 		if !ok {
-			delay = bo.next(t.retry.NewBackOff)
-			if delay == backoff.Stop {
-				return resp, nil
-			}
-		}
-		if t.clock.Now().Add(delay).Sub(start) > t.retry.MaxElapsed || beyondDeadline(ctx, t.clock.Now().Add(delay)) {
 			return resp, nil
 		}
 		release(resp)
@@ -184,22 +178,6 @@ func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []buck
 		next.Body = body
 	}
 	return next, bk, nil
-}
-
-// beyondDeadline reports whether at lies past ctx's deadline.
-func beyondDeadline(ctx context.Context, at time.Time) bool {
-	dl, ok := ctx.Deadline()
-	return ok && at.After(dl)
-}
-
-// backoffState makes a request's backoff schedule on first use.
-type backoffState struct{ b backoff.BackOff }
-
-func (s *backoffState) next(newBackOff func() backoff.BackOff) time.Duration {
-	if s.b == nil {
-		s.b = newBackOff()
-	}
-	return s.b.NextBackOff()
 }
 
 // buckets returns the buckets request r needs: one per matching rule.

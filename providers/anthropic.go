@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // AnthropicPreset returns Anthropic's request and input-token limits for
@@ -30,10 +30,10 @@ func AnthropicPreset(c LLMConfig) Preset {
 // ("requests" counts requests, the others tokens). The reset is an RFC 3339
 // timestamp ("2025-08-21T12:40:59Z"), converted to the time until it from
 // now; a past reset gives 0. retry-after on 429 and x-should-retry are
-// read by ParseSignal itself.
+// read by header.Parse itself.
 //
 // Source: docs.anthropic.com/en/api/rate-limits ("Response headers").
-var Anthropic throttle.Dialect = throttle.DialectFunc(parseAnthropic)
+var Anthropic header.Dialect = header.DialectFunc(parseAnthropic)
 
 // anthropicPrefix begins the key of every field the Anthropic dialect
 // reads.
@@ -59,15 +59,15 @@ func anthropicQuota(name, unit string) quotaFields {
 	}
 }
 
-func parseAnthropic(_ int, h http.Header, now time.Time, s *throttle.Signal) {
+func parseAnthropic(_ int, h http.Header, now time.Time, s *header.Signal) {
 	if !hasKeyPrefix(h, anthropicPrefix) {
 		return
 	}
 	for i := range anthropicQuotas {
 		f := &anthropicQuotas[i]
-		q := throttle.Quota{Name: f.name, Unit: f.unit}
-		q.Limit, q.HasLimit = throttle.ParseCount(value(h, f.limit))
-		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, f.remaining))
+		q := header.Quota{Name: f.name, Unit: f.unit}
+		q.Limit, q.HasLimit = header.ParseCount(value(h, f.limit))
+		q.Remaining, q.HasRemaining = header.ParseCount(value(h, f.remaining))
 		q.Reset, q.HasReset = ParseRFC3339Reset(value(h, f.reset), now)
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)

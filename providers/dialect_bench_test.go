@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
 // benchSink keeps the compiler from discarding the parsed signal.
-var benchSink throttle.Signal
+var benchSink header.Signal
 
 // BenchmarkDialectsNoHeaders runs each dialect, then all of them, on a 200
 // response without rate-limit fields: the common case, which should cost
@@ -20,7 +20,7 @@ func BenchmarkDialectsNoHeaders(b *testing.B) {
 	now := time.Unix(1700000000, 0)
 	named := []struct {
 		name string
-		d    throttle.Dialect
+		d    header.Dialect
 	}{
 		{"OpenAI", providers.OpenAI}, {"Anthropic", providers.Anthropic}, {"Shopify", providers.Shopify},
 		{"GitHub", providers.GitHub}, {"Discord", providers.Discord}, {"Stripe", providers.Stripe},
@@ -29,9 +29,9 @@ func BenchmarkDialectsNoHeaders(b *testing.B) {
 	for _, n := range named {
 		b.Run(n.name, func(b *testing.B) {
 			b.ReportAllocs()
-			var s throttle.Signal
+			var s header.Signal
 			for b.Loop() {
-				s = throttle.Signal{}
+				s = header.Signal{}
 				n.d.Parse(http.StatusOK, h, now, &s)
 			}
 			benchSink = s
@@ -39,19 +39,19 @@ func BenchmarkDialectsNoHeaders(b *testing.B) {
 	}
 	b.Run("all", func(b *testing.B) {
 		b.ReportAllocs()
-		var s throttle.Signal
+		var s header.Signal
 		for b.Loop() {
-			s = throttle.Signal{}
+			s = header.Signal{}
 			for _, d := range allDialects {
 				d.Parse(http.StatusOK, h, now, &s)
 			}
 		}
 		benchSink = s
 	})
-	b.Run("ParseSignal/all", func(b *testing.B) {
+	b.Run("Parse/all", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			benchSink = throttle.ParseSignal(http.StatusOK, h, now, 0, allDialects...)
+			benchSink = header.Parse(http.StatusOK, h, now, 0, allDialects...)
 		}
 	})
 }

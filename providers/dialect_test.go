@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -18,28 +18,28 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func q(name, unit string, limit, remaining int64, reset time.Duration) throttle.Quota {
-	return throttle.Quota{Name: name, Unit: unit, Limit: limit, HasLimit: true, Remaining: remaining, HasRemaining: true, Reset: reset, HasReset: true}
+func q(name, unit string, limit, remaining int64, reset time.Duration) header.Quota {
+	return header.Quota{Name: name, Unit: unit, Limit: limit, HasLimit: true, Remaining: remaining, HasRemaining: true, Reset: reset, HasReset: true}
 }
 
-// dialectCase is a response and the signal ParseSignal must read from it
+// dialectCase is a response and the signal header.Parse must read from it
 // with one dialect.
 type dialectCase struct {
 	name    string
-	dialect throttle.Dialect
+	dialect header.Dialect
 	status  int
 	now     time.Time
 	h       http.Header
-	want    throttle.Signal
+	want    header.Signal
 }
 
-// checkDialects runs each case through ParseSignal with a one-hour cap.
+// checkDialects runs each case through header.Parse with a one-hour cap.
 func checkDialects(t *testing.T, tests []dialectCase) {
 	t.Helper()
 	const maxWait = time.Hour
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := throttle.ParseSignal(tt.status, tt.h, tt.now, maxWait, tt.dialect)
+			got := header.Parse(tt.status, tt.h, tt.now, maxWait, tt.dialect)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got\n%+v\nwant\n%+v", got, tt.want)
 			}
@@ -48,14 +48,14 @@ func checkDialects(t *testing.T, tests []dialectCase) {
 }
 
 // allDialects are every dialect of the package.
-var allDialects = []throttle.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
+var allDialects = []header.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
 	providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot}
 
 func TestDialectsCapped(t *testing.T) {
 	now := time.Date(2025, 8, 21, 12, 0, 0, 0, time.UTC)
 	h := hdr("x-ratelimit-reset-tokens", "9999h", "anthropic-ratelimit-tokens-reset", "9999-12-31T23:59:59Z",
 		"x-ratelimit-remaining", "0", "x-ratelimit-reset", "99999999999")
-	s := throttle.ParseSignal(403, h, now, 10*time.Second, providers.OpenAI, providers.Anthropic, providers.GitHub)
+	s := header.Parse(403, h, now, 10*time.Second, providers.OpenAI, providers.Anthropic, providers.GitHub)
 	if !s.Capped || s.RetryAfter != 10*time.Second {
 		t.Fatalf("got %+v; want capped at 10s", s)
 	}
@@ -68,10 +68,10 @@ func TestDialectsCapped(t *testing.T) {
 
 func TestDialectsConcurrent(t *testing.T) {
 	h := hdr("x-ratelimit-reset-tokens", "6m0s", "X-Shopify-Shop-Api-Call-Limit", "32/40", "Sforce-Limit-Info", "api-usage=18/5000")
-	want := throttle.ParseSignal(429, h, time.Unix(0, 0), 0, allDialects...)
-	done := make(chan throttle.Signal)
+	want := header.Parse(429, h, time.Unix(0, 0), 0, allDialects...)
+	done := make(chan header.Signal)
 	for range 8 {
-		go func() { done <- throttle.ParseSignal(429, h, time.Unix(0, 0), 0, allDialects...) }()
+		go func() { done <- header.Parse(429, h, time.Unix(0, 0), 0, allDialects...) }()
 	}
 	for range 8 {
 		if got := <-done; !reflect.DeepEqual(got, want) {
@@ -85,7 +85,7 @@ func TestDialectsConcurrent(t *testing.T) {
 func TestDialectsNoHeadersAllocs(t *testing.T) {
 	h := http.Header{"Content-Type": {"application/json"}, "Date": {"Mon, 05 Aug 2019 09:27:05 GMT"}}
 	now := time.Unix(1700000000, 0)
-	var s throttle.Signal
+	var s header.Signal
 	for i, d := range allDialects {
 		for _, status := range []int{http.StatusOK, http.StatusForbidden, http.StatusTooManyRequests} {
 			if n := testing.AllocsPerRun(100, func() { d.Parse(status, h, now, &s) }); n != 0 {
@@ -96,8 +96,8 @@ func TestDialectsNoHeadersAllocs(t *testing.T) {
 }
 
 // checkDialectSignal asserts the invariants every dialect must keep once
-// ParseSignal has normalised the result.
-func checkDialectSignal(t *testing.T, s throttle.Signal, maxWait time.Duration) {
+// header.Parse has normalised the result.
+func checkDialectSignal(t *testing.T, s header.Signal, maxWait time.Duration) {
 	t.Helper()
 	if s.RetryAfter < 0 || s.RetryAfter > maxWait {
 		t.Fatalf("RetryAfter %v outside [0, %v]", s.RetryAfter, maxWait)
@@ -119,7 +119,7 @@ func FuzzGitHubDiscordStripe(f *testing.F) {
 			"X-Ratelimit-Scope": {scope}, "X-Ratelimit-Global": {flag}, "X-Ratelimit-Bucket": {scope},
 			"Stripe-Rate-Limited-Reason": {scope}, "Stripe-Should-Retry": {flag},
 		}
-		s := throttle.ParseSignal(status, h, time.Unix(1372700800, 0), time.Minute, providers.GitHub, providers.Discord, providers.Stripe)
+		s := header.Parse(status, h, time.Unix(1372700800, 0), time.Minute, providers.GitHub, providers.Discord, providers.Stripe)
 		checkDialectSignal(t, s, time.Minute)
 		if (status == 429 || status == 403) && s.Limited && s.HasRetryAfter && s.RetryAfter > time.Minute {
 			t.Fatalf("uncapped wait %v", s.RetryAfter)

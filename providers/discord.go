@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // DiscordConfig tunes [DiscordPreset]. The zero value describes bots
@@ -55,12 +56,12 @@ func DiscordPreset(c DiscordConfig) Preset {
 // Discord reads Discord's rate-limit headers beyond the standard ones:
 // X-RateLimit-Bucket into Bucket, X-RateLimit-Scope ("user", "global",
 // "shared") into Scope, and X-RateLimit-Global: true into Scope "global"
-// when no scope was sent. ParseSignal already reads X-RateLimit-Limit,
+// when no scope was sent. header.Parse already reads X-RateLimit-Limit,
 // -Remaining, and -Reset-After (float seconds, preferred over the epoch
 // -Reset "1470173023.123") into the quota "requests".
 //
 // Source: discord.com/developers/docs/topics/rate-limits.
-var Discord throttle.Dialect = throttle.DialectFunc(parseDiscord)
+var Discord header.Dialect = header.DialectFunc(parseDiscord)
 
 // Canonical keys of the fields the Discord dialect reads.
 var (
@@ -69,7 +70,7 @@ var (
 	discordGlobal = http.CanonicalHeaderKey("X-RateLimit-Global")
 )
 
-func parseDiscord(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseDiscord(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if b := value(h, discordBucket); b != "" {
 		s.Bucket = b
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -31,18 +32,18 @@ func TestDiscordDialect(t *testing.T) {
 			name: "discord 429 shared scope", dialect: providers.Discord, status: 429, now: time.Unix(1470173000, 0),
 			h: hdr("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1470173023.123",
 				"X-RateLimit-Reset-After", "64.57", "X-RateLimit-Bucket", "abcd1234", "X-RateLimit-Scope", "shared", "Retry-After", "65"),
-			want: throttle.Signal{Limited: true, RetryAfter: 65 * time.Second, HasRetryAfter: true, Scope: "shared", Bucket: "abcd1234",
-				Quotas: []throttle.Quota{q("requests", "requests", 10, 0, 64570*time.Millisecond)}},
+			want: header.Signal{Limited: true, RetryAfter: 65 * time.Second, HasRetryAfter: true, Scope: "shared", Bucket: "abcd1234",
+				Quotas: []header.Quota{q("requests", "requests", 10, 0, 64570*time.Millisecond)}},
 		},
 		{
 			name: "discord global flag", dialect: providers.Discord, status: 429,
 			h:    hdr("X-RateLimit-Global", "true", "Retry-After", "1"),
-			want: throttle.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true, Scope: "global"},
+			want: header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true, Scope: "global"},
 		},
 		{
 			name: "discord epoch reset when no reset-after", dialect: providers.Discord, status: 200, now: time.Unix(1470173000, 0),
 			h:    hdr("X-RateLimit-Remaining", "4", "X-RateLimit-Reset", "1470173023.123"),
-			want: throttle.Signal{Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Remaining: 4, HasRemaining: true, Reset: 23123 * time.Millisecond, HasReset: true}}},
+			want: header.Signal{Quotas: []header.Quota{{Name: "requests", Unit: "requests", Remaining: 4, HasRemaining: true, Reset: 23123 * time.Millisecond, HasReset: true}}},
 		},
 	})
 }

@@ -35,22 +35,22 @@
 //
 // # Dialects
 //
-// A dialect is a [throttle.Dialect] reading a provider's rate-limit
-// headers beyond the standard fields that [throttle.ParseSignal] always
-// reads (Retry-After, retry-after-ms, X-RateLimit-*, IETF RateLimit):
-// [OpenAI], [Anthropic], [Shopify], [GitHub], [Discord], [Stripe],
-// [Salesforce] and [HubSpot]. A preset's Options include its dialect; give
-// others to a Transport with [throttle.WithDialects], or to ParseSignal
-// directly:
+// A dialect is a [header.Dialect] reading a provider's rate-limit
+// headers beyond the standard fields that [header.Parse] always reads
+// (Retry-After, retry-after-ms, X-RateLimit-*, IETF RateLimit): [OpenAI],
+// [Anthropic], [Shopify], [GitHub], [Discord], [Stripe], [Salesforce] and
+// [HubSpot]. A preset's Options include its dialect; give others to a
+// Transport with [throttle.WithDialects], or to header.Parse directly:
 //
-//	sig := throttle.ParseSignal(resp.StatusCode, resp.Header, time.Now(), 0, providers.GitHub)
+//	sig := header.Parse(resp.StatusCode, resp.Header, time.Now(), 0, providers.GitHub)
 //
 // Every dialect is stateless, safe for concurrent use, and never panics on
 // any input; values longer than 256 bytes are ignored. Durations are left
-// uncapped (never negative) by the dialects: ParseSignal caps them after the
-// last dialect, and code that calls a dialect's Parse directly should call
-// [throttle.Signal.Normalize] afterwards. The package variables are Dialect
-// values meant to be read, never reassigned.
+// uncapped (never negative) by the dialects: header.Parse caps them after
+// the last dialect, and code that calls a dialect's Parse directly should call
+// [header.Signal.Normalize] afterwards. The package variables are Dialect
+// values meant to be read, never reassigned. Package header tells how to
+// write a dialect of your own.
 //
 // # Examples
 //

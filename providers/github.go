@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // GitHubConfig tunes [GitHubPreset]. The zero value describes a fleet
@@ -113,7 +114,7 @@ func authenticated(r *http.Request) bool { return r.Header.Get("Authorization") 
 // minute before retrying".
 const githubSecondaryWait = time.Minute
 
-// GitHub reads GitHub's REST rate-limit headers. ParseSignal already reads
+// GitHub reads GitHub's REST rate-limit headers. header.Parse already reads
 // x-ratelimit-limit/-remaining/-used/-reset (epoch seconds) into the quota
 // "requests" and x-ratelimit-resource ("core", "search") into Scope; this
 // dialect applies GitHub's documented rules for exceeded limits:
@@ -129,9 +130,9 @@ const githubSecondaryWait = time.Minute
 // which a header dialect cannot see.
 //
 // Source: docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api.
-var GitHub throttle.Dialect = throttle.DialectFunc(parseGitHub)
+var GitHub header.Dialect = header.DialectFunc(parseGitHub)
 
-func parseGitHub(status int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseGitHub(status int, h http.Header, _ time.Time, s *header.Signal) {
 	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -69,30 +70,30 @@ func TestGitHubDialect(t *testing.T) {
 			name: "github primary 403 remaining 0 waits for reset", dialect: providers.GitHub, status: 403, now: time.Unix(1372700873-40, 0),
 			h: hdr("x-ratelimit-limit", "5000", "x-ratelimit-remaining", "0", "x-ratelimit-used", "5000",
 				"x-ratelimit-reset", "1372700873", "x-ratelimit-resource", "core"),
-			want: throttle.Signal{Limited: true, RetryAfter: 40 * time.Second, HasRetryAfter: true, Scope: "core",
-				Quotas: []throttle.Quota{q("requests", "requests", 5000, 0, 40*time.Second)}},
+			want: header.Signal{Limited: true, RetryAfter: 40 * time.Second, HasRetryAfter: true, Scope: "core",
+				Quotas: []header.Quota{q("requests", "requests", 5000, 0, 40*time.Second)}},
 		},
 		{
 			name: "github 403 with retry-after", dialect: providers.GitHub, status: 403,
 			h: hdr("retry-after", "30", "x-ratelimit-remaining", "100"),
-			want: throttle.Signal{Limited: true, RetryAfter: 30 * time.Second, HasRetryAfter: true,
-				Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Remaining: 100, HasRemaining: true}}},
+			want: header.Signal{Limited: true, RetryAfter: 30 * time.Second, HasRetryAfter: true,
+				Quotas: []header.Quota{{Name: "requests", Unit: "requests", Remaining: 100, HasRemaining: true}}},
 		},
 		{
 			name: "github secondary 429 waits a minute", dialect: providers.GitHub, status: 429,
 			h: hdr("x-ratelimit-remaining", "4000", "x-ratelimit-resource", "core"),
-			want: throttle.Signal{Limited: true, RetryAfter: time.Minute, HasRetryAfter: true, Scope: "core",
-				Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Remaining: 4000, HasRemaining: true}}},
+			want: header.Signal{Limited: true, RetryAfter: time.Minute, HasRetryAfter: true, Scope: "core",
+				Quotas: []header.Quota{{Name: "requests", Unit: "requests", Remaining: 4000, HasRemaining: true}}},
 		},
 		{
 			name: "github 403 permission error is not limited", dialect: providers.GitHub, status: 403,
 			h:    hdr("x-ratelimit-remaining", "4000"),
-			want: throttle.Signal{Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Remaining: 4000, HasRemaining: true}}},
+			want: header.Signal{Quotas: []header.Quota{{Name: "requests", Unit: "requests", Remaining: 4000, HasRemaining: true}}},
 		},
 		{
 			name: "github 200 search resource", dialect: providers.GitHub, status: 200, now: time.Unix(1372700873-40, 0),
 			h:    hdr("x-ratelimit-limit", "30", "x-ratelimit-remaining", "29", "x-ratelimit-reset", "1372700873", "x-ratelimit-resource", "search"),
-			want: throttle.Signal{Scope: "search", Quotas: []throttle.Quota{q("requests", "requests", 30, 29, 40*time.Second)}},
+			want: header.Signal{Scope: "search", Quotas: []header.Quota{q("requests", "requests", 30, 29, 40*time.Second)}},
 		},
 	})
 }

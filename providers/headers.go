@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // maxValueLen bounds every header value a dialect reads.
@@ -12,12 +12,12 @@ const maxValueLen = 256
 
 // Every key this package looks up is canonical, made so once where it is
 // declared: a direct lookup h[key] then finds exactly what
-// [throttle.HeaderValue] and h.Get find, without canonicalising the name
+// [header.Value] and h.Get find, without canonicalising the name
 // again on every response.
 
 // value returns the first line of the field with canonical key key,
 // without surrounding whitespace, or "" when it is absent or longer than
-// maxValueLen: what throttle.HeaderValue returns for that name.
+// maxValueLen: what header.Value returns for that name.
 func value(h http.Header, key string) string { return boundedValue(h, key, maxValueLen) }
 
 // boundedValue is [value] with a bound of maxLen bytes.
@@ -56,8 +56,8 @@ func ParseUsedOfLimit(v string) (used, limit int64, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	used, ok1 := throttle.ParseCount(u)
-	limit, ok2 := throttle.ParseCount(l)
+	used, ok1 := header.ParseCount(u)
+	limit, ok2 := header.ParseCount(l)
 	if !ok1 || !ok2 {
 		return 0, 0, false
 	}

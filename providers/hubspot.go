@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // HubSpot reads HubSpot's rate-limit headers into up to three quotas:
@@ -16,7 +16,7 @@ import (
 // deprecated "secondly" from -Secondly and -Secondly-Remaining.
 //
 // Source: developers.hubspot.com/docs/api/usage-details.
-var HubSpot throttle.Dialect = throttle.DialectFunc(parseHubSpot)
+var HubSpot header.Dialect = header.DialectFunc(parseHubSpot)
 
 // hubSpotPrefix begins the key of every field the HubSpot dialect reads.
 const hubSpotPrefix = "X-Hubspot-Ratelimit-"
@@ -32,13 +32,13 @@ var (
 	hubSpotSecondlyRemaining = http.CanonicalHeaderKey(hubSpotPrefix + "Secondly-Remaining")
 )
 
-func parseHubSpot(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseHubSpot(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if !hasKeyPrefix(h, hubSpotPrefix) {
 		return
 	}
 	var interval time.Duration
-	if ms, ok := throttle.ParseCount(value(h, hubSpotIntervalMillis)); ok {
-		interval = throttle.SecondsToDuration(float64(ms) / 1000)
+	if ms, ok := header.ParseCount(value(h, hubSpotIntervalMillis)); ok {
+		interval = header.SecondsToDuration(float64(ms) / 1000)
 	}
 	setHubSpotQuota(h, s, "interval", hubSpotMax, hubSpotRemaining, interval)
 	setHubSpotQuota(h, s, "daily", hubSpotDaily, hubSpotDailyRemaining, 24*time.Hour)
@@ -47,10 +47,10 @@ func parseHubSpot(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
 
 // setHubSpotQuota sets the quota name from the fields with canonical keys
 // limit and remaining when either is valid.
-func setHubSpotQuota(h http.Header, s *throttle.Signal, name, limit, remaining string, window time.Duration) {
-	q := throttle.Quota{Name: name, Unit: "requests", Window: window}
-	q.Limit, q.HasLimit = throttle.ParseCount(value(h, limit))
-	q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, remaining))
+func setHubSpotQuota(h http.Header, s *header.Signal, name, limit, remaining string, window time.Duration) {
+	q := header.Quota{Name: name, Unit: "requests", Window: window}
+	q.Limit, q.HasLimit = header.ParseCount(value(h, limit))
+	q.Remaining, q.HasRemaining = header.ParseCount(value(h, remaining))
 	if q.HasLimit || q.HasRemaining {
 		s.SetQuota(q)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -16,7 +16,7 @@ func TestHubSpotDialect(t *testing.T) {
 			h: hdr("X-HubSpot-RateLimit-Daily", "650000", "X-HubSpot-RateLimit-Daily-Remaining", "649000",
 				"X-HubSpot-RateLimit-Interval-Milliseconds", "10000", "X-HubSpot-RateLimit-Max", "190",
 				"X-HubSpot-RateLimit-Remaining", "189"),
-			want: throttle.Signal{Quotas: []throttle.Quota{
+			want: header.Signal{Quotas: []header.Quota{
 				{Name: "interval", Unit: "requests", Limit: 190, HasLimit: true, Remaining: 189, HasRemaining: true, Window: 10 * time.Second},
 				{Name: "daily", Unit: "requests", Limit: 650000, HasLimit: true, Remaining: 649000, HasRemaining: true, Window: 24 * time.Hour},
 			}},
@@ -26,7 +26,7 @@ func TestHubSpotDialect(t *testing.T) {
 			h: hdr("X-HubSpot-RateLimit-Max", "100", "X-HubSpot-RateLimit-Remaining", "0",
 				"X-HubSpot-RateLimit-Secondly", "10", "X-HubSpot-RateLimit-Secondly-Remaining", "0",
 				"X-HubSpot-RateLimit-Interval-Milliseconds", "-1"),
-			want: throttle.Signal{Limited: true, Quotas: []throttle.Quota{
+			want: header.Signal{Limited: true, Quotas: []header.Quota{
 				{Name: "interval", Unit: "requests", Limit: 100, HasLimit: true, Remaining: 0, HasRemaining: true},
 				{Name: "secondly", Unit: "requests", Limit: 10, HasLimit: true, Remaining: 0, HasRemaining: true, Window: time.Second},
 			}},
@@ -43,6 +43,6 @@ func FuzzHubSpotHeaders(f *testing.F) {
 			"X-Hubspot-Ratelimit-Interval-Milliseconds": {interval},
 			"X-Hubspot-Ratelimit-Daily":                 {daily}, "X-Hubspot-Ratelimit-Daily-Remaining": {dailyRemaining},
 		}
-		checkDialectSignal(t, throttle.ParseSignal(429, h, time.Unix(0, 0), time.Minute, providers.HubSpot), time.Minute)
+		checkDialectSignal(t, header.Parse(429, h, time.Unix(0, 0), time.Minute, providers.HubSpot), time.Minute)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // LLMConfig tunes [OpenAIPreset] and [AnthropicPreset]. Their limits depend
@@ -33,7 +34,7 @@ type LLMConfig struct {
 	Key throttle.KeyFunc
 }
 
-func llmPreset(name, host, tokens string, c LLMConfig, d throttle.Dialect) Preset {
+func llmPreset(name, host, tokens string, c LLMConfig, d header.Dialect) Preset {
 	if c.Host != "" {
 		host = c.Host
 	}

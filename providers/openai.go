@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // OpenAIPreset returns OpenAI's request and token limits for the numbers the
@@ -32,11 +32,11 @@ func OpenAIPreset(c LLMConfig) Preset {
 // duration ("1s", "6m0s", "12ms", "1h2m3.5s", see [ParseOpenAIDuration])
 // meaning the time until the quota is fully replenished, not the time until
 // the next request is allowed. Retry-After, retry-after-ms and
-// x-should-retry are read by ParseSignal itself.
+// x-should-retry are read by header.Parse itself.
 //
 // Source: platform.openai.com/docs/guides/rate-limits ("Rate limits in
 // headers"); the OpenAI Python SDK for retry-after-ms and x-should-retry.
-var OpenAI throttle.Dialect = throttle.DialectFunc(parseOpenAI)
+var OpenAI header.Dialect = header.DialectFunc(parseOpenAI)
 
 // openAIPrefix begins the key of every field the OpenAI dialect reads.
 const openAIPrefix = "X-Ratelimit-"
@@ -59,15 +59,15 @@ func openAIQuota(name, unit string) quotaFields {
 	}
 }
 
-func parseOpenAI(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseOpenAI(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if !hasKeyPrefix(h, openAIPrefix) {
 		return
 	}
 	for i := range openAIQuotas {
 		f := &openAIQuotas[i]
-		q := throttle.Quota{Name: f.name, Unit: f.unit}
-		q.Limit, q.HasLimit = throttle.ParseCount(value(h, f.limit))
-		q.Remaining, q.HasRemaining = throttle.ParseCount(value(h, f.remaining))
+		q := header.Quota{Name: f.name, Unit: f.unit}
+		q.Limit, q.HasLimit = header.ParseCount(value(h, f.limit))
+		q.Remaining, q.HasRemaining = header.ParseCount(value(h, f.remaining))
 		q.Reset, q.HasReset = ParseOpenAIDuration(value(h, f.reset))
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)
@@ -87,7 +87,7 @@ func ParseOpenAIDuration(v string) (time.Duration, bool) {
 	if v == "" || len(v) > maxValueLen {
 		return 0, false
 	}
-	if d, ok := throttle.ParseDelaySeconds(v); ok {
+	if d, ok := header.ParseDelaySeconds(v); ok {
 		return d, true
 	}
 	var total float64 // seconds; float keeps saturation simple
@@ -114,13 +114,13 @@ func ParseOpenAIDuration(v string) (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
-		n, ok := throttle.ParseDelaySeconds(num) // rejects "", "." and ".5"
+		n, ok := header.ParseDelaySeconds(num) // rejects "", "." and ".5"
 		if !ok {
 			return 0, false
 		}
 		total += n.Seconds() * scale
 	}
-	return throttle.SecondsToDuration(total), true
+	return header.SecondsToDuration(total), true
 }
 
 func isNumberByte(c byte) bool { return c >= '0' && c <= '9' || c == '.' }

@@ -4,10 +4,11 @@ import (
 	"strings"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // Preset is one provider's published quotas as [throttle.Rule] values, with
-// the provider's header [throttle.Dialect] when it has one:
+// the provider's header [header.Dialect] when it has one:
 //
 //	p := providers.StripePreset(providers.StripeConfig{})
 //	client := &http.Client{Transport: throttle.NewTransport(nil, p.Options()...)}
@@ -48,7 +49,7 @@ type Preset struct {
 
 	// Dialect reads the provider's rate-limit headers beyond the standard
 	// ones; nil when the standard parsers suffice.
-	Dialect throttle.Dialect
+	Dialect header.Dialect
 }
 
 // Options returns the options that give a Transport the preset's rules

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // maxLimitInfoLen bounds Sforce-Limit-Info, which may list several
@@ -21,13 +21,13 @@ const maxLimitInfoLen = 1024
 //
 // Source: developer.salesforce.com REST API Developer Guide, "Limit Info
 // Header".
-var Salesforce throttle.Dialect = throttle.DialectFunc(parseSalesforce)
+var Salesforce header.Dialect = header.DialectFunc(parseSalesforce)
 
 // sforceLimitInfo is the canonical key of the field the Salesforce dialect
 // reads.
 var sforceLimitInfo = http.CanonicalHeaderKey("Sforce-Limit-Info")
 
-func parseSalesforce(status int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseSalesforce(status int, h http.Header, _ time.Time, s *header.Signal) {
 	info := boundedValue(h, sforceLimitInfo, maxLimitInfoLen)
 	if info == "" {
 		return
@@ -44,7 +44,7 @@ func parseSalesforce(status int, h http.Header, _ time.Time, s *throttle.Signal)
 		if !ok {
 			continue
 		}
-		q := throttle.Quota{
+		q := header.Quota{
 			Name: name, Unit: "requests",
 			Limit: limit, HasLimit: true,
 			Remaining: max(limit-used, 0), HasRemaining: true,

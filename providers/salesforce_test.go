@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -14,12 +14,12 @@ func TestSalesforceDialect(t *testing.T) {
 		{
 			name: "salesforce api-usage", dialect: providers.Salesforce, status: 200,
 			h:    hdr("Sforce-Limit-Info", "api-usage=18/5000"),
-			want: throttle.Signal{Quotas: []throttle.Quota{{Name: "api-usage", Unit: "requests", Limit: 5000, HasLimit: true, Remaining: 4982, HasRemaining: true}}},
+			want: header.Signal{Quotas: []header.Quota{{Name: "api-usage", Unit: "requests", Limit: 5000, HasLimit: true, Remaining: 4982, HasRemaining: true}}},
 		},
 		{
 			name: "salesforce newer form, exhausted 403", dialect: providers.Salesforce, status: 403,
 			h: hdr("Sforce-Limit-Info", "api-usage=5000/5000; api-bursts=1/750, per-app-api-usage=17/250(appName=x), junk, x=1/"),
-			want: throttle.Signal{Limited: true, Quotas: []throttle.Quota{
+			want: header.Signal{Limited: true, Quotas: []header.Quota{
 				{Name: "api-usage", Unit: "requests", Limit: 5000, HasLimit: true, Remaining: 0, HasRemaining: true},
 				{Name: "api-bursts", Unit: "requests", Limit: 750, HasLimit: true, Remaining: 749, HasRemaining: true},
 				{Name: "per-app-api-usage", Unit: "requests", Limit: 250, HasLimit: true, Remaining: 233, HasRemaining: true},
@@ -33,7 +33,7 @@ func FuzzSalesforceLimitInfo(f *testing.F) {
 		f.Add(403, s)
 	}
 	f.Fuzz(func(t *testing.T, status int, v string) {
-		s := throttle.ParseSignal(status, http.Header{"Sforce-Limit-Info": {v}}, time.Unix(0, 0), time.Minute, providers.Salesforce)
+		s := header.Parse(status, http.Header{"Sforce-Limit-Info": {v}}, time.Unix(0, 0), time.Minute, providers.Salesforce)
 		checkDialectSignal(t, s, time.Minute)
 	})
 }

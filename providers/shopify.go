@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // ShopifyPlan is a Shopify plan, which sets a store's API limits. The zero
@@ -103,21 +104,21 @@ func ShopifyPreset(c ShopifyConfig) Preset {
 // Shopify reads X-Shopify-Shop-Api-Call-Limit ("32/40": requests used /
 // bucket size, REST Admin API leaky bucket) into the quota "requests"
 // (Limit 40, Remaining 8). Shopify's 429 carries "Retry-After: 2.0"
-// (fractional seconds), which ParseSignal reads itself.
+// (fractional seconds), which header.Parse reads itself.
 //
 // Source: shopify.dev/docs/api/admin-rest/usage/rate-limits.
-var Shopify throttle.Dialect = throttle.DialectFunc(parseShopify)
+var Shopify header.Dialect = header.DialectFunc(parseShopify)
 
 // shopifyCallLimit is the canonical key of the field the Shopify dialect
 // reads.
 var shopifyCallLimit = http.CanonicalHeaderKey("X-Shopify-Shop-Api-Call-Limit")
 
-func parseShopify(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseShopify(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	used, size, ok := ParseUsedOfLimit(value(h, shopifyCallLimit))
 	if !ok {
 		return
 	}
-	s.SetQuota(throttle.Quota{
+	s.SetQuota(header.Quota{
 		Name: "requests", Unit: "requests",
 		Limit: size, HasLimit: true,
 		Remaining: max(size-used, 0), HasRemaining: true,

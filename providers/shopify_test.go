@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -53,18 +54,18 @@ func TestShopifyDialect(t *testing.T) {
 		{
 			name: "shopify bucket", dialect: providers.Shopify, status: 200,
 			h:    hdr("X-Shopify-Shop-Api-Call-Limit", "32/40"),
-			want: throttle.Signal{Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 8, HasRemaining: true}}},
+			want: header.Signal{Quotas: []header.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 8, HasRemaining: true}}},
 		},
 		{
 			name: "shopify 429 float retry-after, overfull bucket", dialect: providers.Shopify, status: 429,
 			h: hdr("X-Shopify-Shop-Api-Call-Limit", "41/40", "Retry-After", "2.0"),
-			want: throttle.Signal{Limited: true, RetryAfter: 2 * time.Second, HasRetryAfter: true,
-				Quotas: []throttle.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 0, HasRemaining: true}}},
+			want: header.Signal{Limited: true, RetryAfter: 2 * time.Second, HasRetryAfter: true,
+				Quotas: []header.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 0, HasRemaining: true}}},
 		},
 		{
 			name: "shopify garbled", dialect: providers.Shopify, status: 200,
 			h:    hdr("X-Shopify-Shop-Api-Call-Limit", "32/-40"),
-			want: throttle.Signal{},
+			want: header.Signal{},
 		},
 	})
 }
@@ -74,7 +75,7 @@ func FuzzShopifyCallLimit(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		s := throttle.ParseSignal(200, http.Header{"X-Shopify-Shop-Api-Call-Limit": {v}}, time.Unix(0, 0), time.Minute, providers.Shopify)
+		s := header.Parse(200, http.Header{"X-Shopify-Shop-Api-Call-Limit": {v}}, time.Unix(0, 0), time.Minute, providers.Shopify)
 		checkDialectSignal(t, s, time.Minute)
 		if q, ok := s.Quota("requests"); ok && q.Remaining > q.Limit {
 			t.Fatalf("remaining above size: %v", q)

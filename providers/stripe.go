@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 )
 
 // StripeConfig tunes [StripePreset]. The zero value describes one Stripe
@@ -152,7 +153,7 @@ func isStripeID(seg string) bool {
 // apart by its body.
 //
 // Source: docs.stripe.com/rate-limits; stripe-go (Stripe-Should-Retry).
-var Stripe throttle.Dialect = throttle.DialectFunc(parseStripe)
+var Stripe header.Dialect = header.DialectFunc(parseStripe)
 
 // Canonical keys of the fields the Stripe dialect reads.
 var (
@@ -160,11 +161,11 @@ var (
 	stripeShouldRetry   = http.CanonicalHeaderKey("Stripe-Should-Retry")
 )
 
-func parseStripe(_ int, h http.Header, _ time.Time, s *throttle.Signal) {
+func parseStripe(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if r := value(h, stripeLimitedReason); r != "" {
 		s.Reason = r
 	}
-	if hint := throttle.ParseShouldRetry(value(h, stripeShouldRetry)); hint != throttle.RetryHintNone {
+	if hint := header.ParseShouldRetry(value(h, stripeShouldRetry)); hint != header.RetryHintNone {
 		s.ShouldRetry = hint
 	}
 }

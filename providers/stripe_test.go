@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -93,12 +94,12 @@ func TestStripeDialect(t *testing.T) {
 		{
 			name: "stripe 429 reason", dialect: providers.Stripe, status: 429,
 			h:    hdr("Stripe-Rate-Limited-Reason", "endpoint-concurrency", "Stripe-Should-Retry", "false"),
-			want: throttle.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: throttle.RetryHintDoNotRetry},
+			want: header.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: header.RetryHintDoNotRetry},
 		},
 		{
 			name: "stripe should-retry true", dialect: providers.Stripe, status: 409,
 			h:    hdr("Stripe-Should-Retry", "true"),
-			want: throttle.Signal{ShouldRetry: throttle.RetryHintRetry},
+			want: header.Signal{ShouldRetry: header.RetryHintRetry},
 		},
 	})
 }

@@ -5,14 +5,14 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
 // dialects are the provider dialects a worker can be given by name
 // ([WorkerConfig.Dialects]): the providers package's, under the names its
 // shapes use ([Shape.Dialects]).
-var dialects = map[string]throttle.Dialect{
+var dialects = map[string]header.Dialect{
 	"anthropic":  providers.Anthropic,
 	"discord":    providers.Discord,
 	"github":     providers.GitHub,
@@ -25,14 +25,14 @@ var dialects = map[string]throttle.Dialect{
 
 // Dialect returns the provider dialect of that name, as a worker resolves
 // [WorkerConfig.Dialects], or false.
-func Dialect(name string) (throttle.Dialect, bool) {
+func Dialect(name string) (header.Dialect, bool) {
 	d, ok := dialects[name]
 	return d, ok
 }
 
 // dialectsOf resolves names, failing on the first unknown one.
-func dialectsOf(names []string) ([]throttle.Dialect, error) {
-	out := make([]throttle.Dialect, 0, len(names))
+func dialectsOf(names []string) ([]header.Dialect, error) {
+	out := make([]header.Dialect, 0, len(names))
 	for _, n := range names {
 		d, ok := dialects[n]
 		if !ok {

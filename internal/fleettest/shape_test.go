@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/internal/fleettest"
 )
 
@@ -116,7 +116,7 @@ func sameHeader(a, b http.Header) bool {
 	return maps.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
-// TestShapeReadBack checks that throttle.ParseSignal, with the shape's
+// TestShapeReadBack checks that header.Parse, with the shape's
 // dialects, reads back what each shape says: the limit and remaining
 // exactly, the reset within the shape's rounding, the rejection as
 // Limited with the wait it names.
@@ -124,13 +124,13 @@ func TestShapeReadBack(t *testing.T) {
 	trueReset := shapeAnswer.Reset.Sub(shapeNow) // 1.347 s
 	for _, s := range fleettest.Shapes() {
 		t.Run(s.Name, func(t *testing.T) {
-			var ds []throttle.Dialect
+			var ds []header.Dialect
 			for _, n := range s.Dialects {
 				d, _ := fleettest.Dialect(n)
 				ds = append(ds, d)
 			}
 			ok := s.Encode(shapeAnswer)
-			sig := throttle.ParseSignal(ok.Status, ok.Header, shapeNow, time.Hour, ds...)
+			sig := header.Parse(ok.Status, ok.Header, shapeNow, time.Hour, ds...)
 			if sig.Limited {
 				t.Errorf("success read as Limited: %v", sig)
 			}
@@ -154,7 +154,7 @@ func TestShapeReadBack(t *testing.T) {
 			}
 
 			rej := s.Encode(rejected(2 * time.Second))
-			sig = throttle.ParseSignal(rej.Status, rej.Header, shapeNow, time.Hour, ds...)
+			sig = header.Parse(rej.Status, rej.Header, shapeNow, time.Hour, ds...)
 			if !sig.Limited {
 				t.Errorf("rejection %d %v not read as Limited: %v", rej.Status, rej.Header, sig)
 			}

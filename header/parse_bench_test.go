@@ -1,35 +1,35 @@
-package throttle_test
+package header_test
 
 import (
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
 // benchDialects is the dialect set a typical user passes: every dialect
 // the providers package exports.
-var benchDialects = []throttle.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
+var benchDialects = []header.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
 	providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot}
 
 // benchSink keeps the compiler from discarding the parsed signal.
-var benchSink throttle.Signal
+var benchSink header.Signal
 
-func benchParseSignal(b *testing.B, status int, h http.Header, dialects ...throttle.Dialect) {
+func benchParse(b *testing.B, status int, h http.Header, dialects ...header.Dialect) {
 	b.Helper()
 	now := time.Unix(1372700833, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		benchSink = throttle.ParseSignal(status, h, now, 0, dialects...)
+		benchSink = header.Parse(status, h, now, 0, dialects...)
 	}
 }
 
-// BenchmarkParseSignalNoHeaders is the common case (issue 10): a response
+// BenchmarkParseNoHeaders is the common case (issue 10): a response
 // that says nothing about rate limits, alone and among the headers a real
 // API response carries.
-func BenchmarkParseSignalNoHeaders(b *testing.B) {
+func BenchmarkParseNoHeaders(b *testing.B) {
 	bare := http.Header{"Content-Type": {"application/json"}}
 	typical := http.Header{
 		"Content-Type":              {"application/json; charset=utf-8"},
@@ -41,16 +41,16 @@ func BenchmarkParseSignalNoHeaders(b *testing.B) {
 		"X-Request-Id":              {"req_0123456789abcdef"},
 		"Strict-Transport-Security": {"max-age=63072000"},
 	}
-	b.Run("content-type", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare) })
-	b.Run("content-type/openai", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare, providers.OpenAI) })
-	b.Run("content-type/dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, bare, benchDialects...) })
-	b.Run("typical", func(b *testing.B) { benchParseSignal(b, http.StatusOK, typical) })
-	b.Run("typical/dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, typical, benchDialects...) })
+	b.Run("content-type", func(b *testing.B) { benchParse(b, http.StatusOK, bare) })
+	b.Run("content-type/openai", func(b *testing.B) { benchParse(b, http.StatusOK, bare, providers.OpenAI) })
+	b.Run("content-type/dialects", func(b *testing.B) { benchParse(b, http.StatusOK, bare, benchDialects...) })
+	b.Run("typical", func(b *testing.B) { benchParse(b, http.StatusOK, typical) })
+	b.Run("typical/dialects", func(b *testing.B) { benchParse(b, http.StatusOK, typical, benchDialects...) })
 }
 
-// BenchmarkParseSignalXRateLimit is a GitHub response: X-RateLimit-* with
+// BenchmarkParseXRateLimit is a GitHub response: X-RateLimit-* with
 // an epoch reset and a resource.
-func BenchmarkParseSignalXRateLimit(b *testing.B) {
+func BenchmarkParseXRateLimit(b *testing.B) {
 	h := http.Header{
 		"Content-Type":          {"application/json; charset=utf-8"},
 		"X-Ratelimit-Limit":     {"5000"},
@@ -59,18 +59,18 @@ func BenchmarkParseSignalXRateLimit(b *testing.B) {
 		"X-Ratelimit-Reset":     {"1372700873"},
 		"X-Ratelimit-Resource":  {"core"},
 	}
-	b.Run("standard", func(b *testing.B) { benchParseSignal(b, http.StatusOK, h) })
-	b.Run("dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, h, benchDialects...) })
+	b.Run("standard", func(b *testing.B) { benchParse(b, http.StatusOK, h) })
+	b.Run("dialects", func(b *testing.B) { benchParse(b, http.StatusOK, h, benchDialects...) })
 }
 
-// BenchmarkParseSignalIETF is a response in the -10 form of the IETF
+// BenchmarkParseIETF is a response in the -10 form of the IETF
 // draft: two policies and their RateLimit items.
-func BenchmarkParseSignalIETF(b *testing.B) {
+func BenchmarkParseIETF(b *testing.B) {
 	h := http.Header{
 		"Content-Type":     {"application/json"},
 		"Ratelimit-Policy": {`"burst";q=100;w=60,"daily";q=1000;w=86400`},
 		"Ratelimit":        {`"burst";r=50;t=30,"daily";r=999;t=3600`},
 	}
-	b.Run("standard", func(b *testing.B) { benchParseSignal(b, http.StatusOK, h) })
-	b.Run("dialects", func(b *testing.B) { benchParseSignal(b, http.StatusOK, h, benchDialects...) })
+	b.Run("standard", func(b *testing.B) { benchParse(b, http.StatusOK, h) })
+	b.Run("dialects", func(b *testing.B) { benchParse(b, http.StatusOK, h, benchDialects...) })
 }

@@ -1,11 +1,11 @@
-package throttle_test
+package header_test
 
 import (
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
 
@@ -17,7 +17,7 @@ var fuzzNow = time.Unix(1470173000, 0)
 
 const fuzzMaxWait = 30 * time.Second
 
-func checkFuzzSignal(t *testing.T, s throttle.Signal, maxWait time.Duration) {
+func checkFuzzSignal(t *testing.T, s header.Signal, maxWait time.Duration) {
 	t.Helper()
 	if s.RetryAfter < 0 || s.RetryAfter > maxWait {
 		t.Fatalf("RetryAfter %v outside [0, %v]", s.RetryAfter, maxWait)
@@ -45,14 +45,14 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, retryAfter, millis string) {
-		if d, ok := throttle.ParseRetryAfter(retryAfter, fuzzNow); d < 0 || (!ok && d != 0) {
+		if d, ok := header.ParseRetryAfter(retryAfter, fuzzNow); d < 0 || (!ok && d != 0) {
 			t.Fatalf("ParseRetryAfter(%q) = %v, %v", retryAfter, d, ok)
 		}
-		if d, ok := throttle.ParseRetryAfterMillis(millis); d < 0 || (!ok && d != 0) {
+		if d, ok := header.ParseRetryAfterMillis(millis); d < 0 || (!ok && d != 0) {
 			t.Fatalf("ParseRetryAfterMillis(%q) = %v, %v", millis, d, ok)
 		}
 		h := http.Header{"Retry-After": {retryAfter}, "Retry-After-Ms": {millis}}
-		s := throttle.ParseSignal(http.StatusServiceUnavailable, h, fuzzNow, fuzzMaxWait)
+		s := header.Parse(http.StatusServiceUnavailable, h, fuzzNow, fuzzMaxWait)
 		checkFuzzSignal(t, s, fuzzMaxWait)
 		if s.Limited != s.HasRetryAfter {
 			t.Fatalf("503: Limited %v but HasRetryAfter %v", s.Limited, s.HasRetryAfter)
@@ -60,7 +60,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-func FuzzRateLimitHeaders(f *testing.F) {
+func FuzzXRateLimit(f *testing.F) {
 	f.Add("5000", "4999", "1372700873", "", "1")
 	f.Add("10", "0", "1470173023.123", "64.57", "")
 	f.Add("900", "847", "1705420800", "", "")
@@ -73,18 +73,18 @@ func FuzzRateLimitHeaders(f *testing.F) {
 			"X-Ratelimit-Used":   {used},
 			"X-Rate-Limit-Reset": {reset},
 		}
-		q, _ := throttle.ParseXRateLimit(h, fuzzNow)
+		q, _ := header.ParseXRateLimit(h, fuzzNow)
 		if q.Reset < 0 || q.Remaining < 0 || q.Limit < 0 {
 			t.Fatalf("ParseXRateLimit = %v", q)
 		}
-		if d, ok := throttle.ParseRateLimitReset(reset, fuzzNow); d < 0 || (!ok && d != 0) {
-			t.Fatalf("ParseRateLimitReset(%q) = %v, %v", reset, d, ok)
+		if d, ok := header.ParseReset(reset, fuzzNow); d < 0 || (!ok && d != 0) {
+			t.Fatalf("ParseReset(%q) = %v, %v", reset, d, ok)
 		}
-		checkFuzzSignal(t, throttle.ParseSignal(http.StatusTooManyRequests, h, fuzzNow, fuzzMaxWait), fuzzMaxWait)
+		checkFuzzSignal(t, header.Parse(http.StatusTooManyRequests, h, fuzzNow, fuzzMaxWait), fuzzMaxWait)
 	})
 }
 
-func FuzzIETFRateLimit(f *testing.F) {
+func FuzzIETF(f *testing.F) {
 	f.Add(`"default";r=50;t=30`, `"burst";q=100;w=60,"daily";q=1000;w=86400`, "", "")
 	f.Add(`"default";r=999;pk=:dHJpYWwxMjEzMjM=:`, `"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`, "", "")
 	f.Add("limit=100, remaining=50, reset=5", "100;w=10", "", "")
@@ -95,16 +95,16 @@ func FuzzIETFRateLimit(f *testing.F) {
 			"Ratelimit": {rateLimit}, "Ratelimit-Policy": {policy},
 			"Ratelimit-Limit": {limit}, "Ratelimit-Remaining": {remaining}, "Ratelimit-Reset": {limit},
 		}
-		for _, q := range throttle.ParseIETFRateLimit(h, fuzzNow) {
+		for _, q := range header.ParseIETF(h, fuzzNow) {
 			if q.Reset < 0 || q.Window < 0 || q.Remaining < 0 || q.Limit < 0 {
-				t.Fatalf("ParseIETFRateLimit gave %v", q)
+				t.Fatalf("ParseIETF gave %v", q)
 			}
 		}
-		checkFuzzSignal(t, throttle.ParseSignal(http.StatusOK, h, fuzzNow, fuzzMaxWait), fuzzMaxWait)
+		checkFuzzSignal(t, header.Parse(http.StatusOK, h, fuzzNow, fuzzMaxWait), fuzzMaxWait)
 	})
 }
 
-// fuzzHeaderNames are the fields FuzzParseSignal assigns values to: every
+// fuzzHeaderNames are the fields FuzzParse assigns values to: every
 // standard field and every field a provider dialect reads.
 var fuzzHeaderNames = []string{
 	"Retry-After", "Retry-After-Ms", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset",
@@ -113,12 +113,12 @@ var fuzzHeaderNames = []string{
 	"Sforce-Limit-Info", "X-Hubspot-Ratelimit-Interval-Milliseconds", "X-Ratelimit-Scope", "Stripe-Should-Retry",
 }
 
-func FuzzParseSignal(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add(429, "65", "0", "1470173023.123", "64.57", `"default";r=0;t=5`, int64(0))
 	f.Add(403, "", "0", "1372700873", "", "", int64(30e9))
 	f.Add(200, "2.0", "32/40", "6m0s", "2025-08-21T12:40:59Z", "api-usage=18/5000", int64(-1))
 	f.Add(503, "Fri, 31 Dec 9999 23:59:59 GMT", "-1", "NaN", "99999999999999999999", "\x00", int64(1))
-	dialects := []throttle.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
+	dialects := []header.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
 		providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot}
 	f.Fuzz(func(t *testing.T, status int, a, b, c, d, e string, maxWait int64) {
 		vals := []string{a, b, c, d, e}
@@ -127,9 +127,9 @@ func FuzzParseSignal(f *testing.F) {
 			h[name] = []string{vals[i%len(vals)]}
 		}
 		mw := time.Duration(maxWait)
-		s := throttle.ParseSignal(status, h, fuzzNow, mw, dialects...)
+		s := header.Parse(status, h, fuzzNow, mw, dialects...)
 		if mw <= 0 {
-			mw = throttle.DefaultMaxRetryAfter
+			mw = header.DefaultMaxRetryAfter
 		}
 		checkFuzzSignal(t, s, mw)
 	})

@@ -1,4 +1,4 @@
-package throttle
+package header_test
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
 // hdr builds an http.Header from name/value pairs, canonicalising names as
@@ -18,7 +20,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func TestParseRateLimitReset(t *testing.T) {
+func TestParseReset(t *testing.T) {
 	now := time.Unix(1470173000, 0)
 	tests := []struct {
 		name  string
@@ -40,15 +42,15 @@ func TestParseRateLimitReset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRateLimitReset(tt.value, now)
+			got, ok := header.ParseReset(tt.value, now)
 			if tt.name == "overflow" {
 				if !ok || got <= 0 {
-					t.Fatalf("ParseRateLimitReset(%q) = %v, %v; want a huge positive duration", tt.value, got, ok)
+					t.Fatalf("ParseReset(%q) = %v, %v; want a huge positive duration", tt.value, got, ok)
 				}
 				return
 			}
 			if got != tt.want || ok != tt.ok {
-				t.Fatalf("ParseRateLimitReset(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
+				t.Fatalf("ParseReset(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
@@ -71,7 +73,7 @@ func TestParseCountRateLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
-			got, ok := ParseCount(tt.value)
+			got, ok := header.ParseCount(tt.value)
 			if got != tt.want || ok != tt.ok {
 				t.Fatalf("ParseCount(%q) = %d, %v; want %d, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
@@ -84,7 +86,7 @@ func TestParseXRateLimit(t *testing.T) {
 		name string
 		now  time.Time
 		h    http.Header
-		want Quota
+		want header.Quota
 		ok   bool
 	}{
 		{
@@ -92,14 +94,14 @@ func TestParseXRateLimit(t *testing.T) {
 			now:  time.Unix(1372700873-30, 0),
 			h: hdr("x-ratelimit-limit", "5000", "x-ratelimit-remaining", "4999",
 				"x-ratelimit-used", "1", "x-ratelimit-reset", "1372700873", "x-ratelimit-resource", "core"),
-			want: Quota{Name: "requests", Unit: "requests", Limit: 5000, HasLimit: true, Remaining: 4999, HasRemaining: true, Reset: 30 * time.Second, HasReset: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Limit: 5000, HasLimit: true, Remaining: 4999, HasRemaining: true, Reset: 30 * time.Second, HasReset: true},
 			ok:   true,
 		},
 		{
 			name: "sendgrid",
 			now:  time.Unix(1392815263-10, 0),
 			h:    hdr("X-RateLimit-Limit", "500", "X-RateLimit-Remaining", "499", "X-RateLimit-Reset", "1392815263"),
-			want: Quota{Name: "requests", Unit: "requests", Limit: 500, HasLimit: true, Remaining: 499, HasRemaining: true, Reset: 10 * time.Second, HasReset: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Limit: 500, HasLimit: true, Remaining: 499, HasRemaining: true, Reset: 10 * time.Second, HasReset: true},
 			ok:   true,
 		},
 		{
@@ -107,59 +109,59 @@ func TestParseXRateLimit(t *testing.T) {
 			now:  time.Unix(1470173000, 0),
 			h: hdr("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0",
 				"X-RateLimit-Reset", "1470173023.123", "X-RateLimit-Reset-After", "64.57"),
-			want: Quota{Name: "requests", Unit: "requests", Limit: 10, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: 64570 * time.Millisecond, HasReset: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Limit: 10, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: 64570 * time.Millisecond, HasReset: true},
 			ok:   true,
 		},
 		{
 			name: "discord bad reset-after falls back to reset",
 			now:  time.Unix(1470173000, 0),
 			h:    hdr("X-RateLimit-Reset", "1470173023.123", "X-RateLimit-Reset-After", "-1"),
-			want: Quota{Name: "requests", Unit: "requests", Reset: 23123 * time.Millisecond, HasReset: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Reset: 23123 * time.Millisecond, HasReset: true},
 			ok:   true,
 		},
 		{
 			name: "x twitter",
 			now:  time.Unix(1705420800-900, 0),
 			h:    hdr("x-rate-limit-limit", "900", "x-rate-limit-remaining", "847", "x-rate-limit-reset", "1705420800"),
-			want: Quota{Name: "requests", Unit: "requests", Limit: 900, HasLimit: true, Remaining: 847, HasRemaining: true, Reset: 15 * time.Minute, HasReset: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Limit: 900, HasLimit: true, Remaining: 847, HasRemaining: true, Reset: 15 * time.Minute, HasReset: true},
 			ok:   true,
 		},
 		{
 			name: "remaining without limit",
 			h:    hdr("X-RateLimit-Remaining", "3"),
-			want: Quota{Name: "requests", Unit: "requests", Remaining: 3, HasRemaining: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Remaining: 3, HasRemaining: true},
 			ok:   true,
 		},
 		{
 			name: "used gives remaining",
 			h:    hdr("X-RateLimit-Limit", "60", "X-RateLimit-Used", "75"),
-			want: Quota{Name: "requests", Unit: "requests", Limit: 60, HasLimit: true, Remaining: 0, HasRemaining: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Limit: 60, HasLimit: true, Remaining: 0, HasRemaining: true},
 			ok:   true,
 		},
 		{
 			name: "only first line used",
 			h:    hdr("X-RateLimit-Remaining", "3", "X-RateLimit-Remaining", "0"),
-			want: Quota{Name: "requests", Unit: "requests", Remaining: 3, HasRemaining: true},
+			want: header.Quota{Name: "requests", Unit: "requests", Remaining: 3, HasRemaining: true},
 			ok:   true,
 		},
 		{
 			name: "garbled everything",
 			h: hdr("X-RateLimit-Limit", "-5", "X-RateLimit-Remaining", "99999999999999999999",
 				"X-RateLimit-Reset", "NaN", "X-RateLimit-Reset-After", "Inf"),
-			want: Quota{Name: "requests", Unit: "requests"},
+			want: header.Quota{Name: "requests", Unit: "requests"},
 			ok:   false,
 		},
 		{
 			name: "huge value ignored",
 			h:    hdr("X-RateLimit-Remaining", strings.Repeat("9", 300)),
-			want: Quota{Name: "requests", Unit: "requests"},
+			want: header.Quota{Name: "requests", Unit: "requests"},
 			ok:   false,
 		},
-		{name: "absent", h: http.Header{}, want: Quota{Name: "requests", Unit: "requests"}},
+		{name: "absent", h: http.Header{}, want: header.Quota{Name: "requests", Unit: "requests"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseXRateLimit(tt.h, tt.now)
+			got, ok := header.ParseXRateLimit(tt.h, tt.now)
 			if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ParseXRateLimit = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}
@@ -167,18 +169,18 @@ func TestParseXRateLimit(t *testing.T) {
 	}
 }
 
-func TestParseIETFRateLimit(t *testing.T) {
+func TestParseIETF(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	tests := []struct {
 		name string
 		h    http.Header
-		want []Quota
+		want []header.Quota
 	}{
 		{
 			name: "-10 two policies, one remaining",
 			h: hdr("RateLimit-Policy", `"burst";q=100;w=60,"daily";q=1000;w=86400`,
 				"RateLimit", `"burst";r=50;t=30`),
-			want: []Quota{
+			want: []header.Quota{
 				{Name: "burst", Unit: "requests", Limit: 100, HasLimit: true, Remaining: 50, HasRemaining: true, Reset: 30 * time.Second, HasReset: true, Window: time.Minute},
 				{Name: "daily", Unit: "requests", Limit: 1000, HasLimit: true, Window: 24 * time.Hour},
 			},
@@ -186,22 +188,22 @@ func TestParseIETFRateLimit(t *testing.T) {
 		{
 			name: "-10 content-bytes with partition key",
 			h:    hdr("RateLimit-Policy", `"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`),
-			want: []Quota{{Name: "peruser", Unit: "content-bytes", Limit: 65535, HasLimit: true, Window: 10 * time.Second, PartitionKey: "sdfjLJUOUA=="}},
+			want: []header.Quota{{Name: "peruser", Unit: "content-bytes", Limit: 65535, HasLimit: true, Window: 10 * time.Second, PartitionKey: "sdfjLJUOUA=="}},
 		},
 		{
 			name: "-10 remaining with pk, no policy",
 			h:    hdr("RateLimit", `"default";r=999;pk=:dHJpYWwxMjEzMjM=:`),
-			want: []Quota{{Name: "default", Unit: "requests", Remaining: 999, HasRemaining: true, PartitionKey: "dHJpYWwxMjEzMjM="}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Remaining: 999, HasRemaining: true, PartitionKey: "dHJpYWwxMjEzMjM="}},
 		},
 		{
 			name: "-10 ratelimit only",
 			h:    hdr("RateLimit", `"default";r=50;t=30`),
-			want: []Quota{{Name: "default", Unit: "requests", Remaining: 50, HasRemaining: true, Reset: 30 * time.Second, HasReset: true}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Remaining: 50, HasRemaining: true, Reset: 30 * time.Second, HasReset: true}},
 		},
 		{
 			name: "-10 lines joined",
 			h:    hdr("RateLimit-Policy", `"a";q=10`, "RateLimit-Policy", `"b";q=20`, "RateLimit", `"b";r=1`),
-			want: []Quota{
+			want: []header.Quota{
 				{Name: "a", Unit: "requests", Limit: 10, HasLimit: true},
 				{Name: "b", Unit: "requests", Limit: 20, HasLimit: true, Remaining: 1, HasRemaining: true},
 			},
@@ -209,7 +211,7 @@ func TestParseIETFRateLimit(t *testing.T) {
 		{
 			name: "-10 unit quirks",
 			h:    hdr("RateLimit-Policy", `"a";q=10;qu="request","b";q=5;qu="bytes"`),
-			want: []Quota{
+			want: []header.Quota{
 				{Name: "a", Unit: "requests", Limit: 10, HasLimit: true},
 				{Name: "b", Unit: "content-bytes", Limit: 5, HasLimit: true},
 			},
@@ -218,7 +220,7 @@ func TestParseIETFRateLimit(t *testing.T) {
 			name: "-10 items missing required params or of the wrong type are skipped",
 			h: hdr("RateLimit-Policy", `"a";w=10,"b";q="x",c;q=1,("d");q=1,"e";q=-1,"f";q=7;w=0`,
 				"RateLimit", `"a";t=5,"g";r=1.5,"h";r=2;t=-3`),
-			want: []Quota{
+			want: []header.Quota{
 				{Name: "f", Unit: "requests", Limit: 7, HasLimit: true},
 				{Name: "h", Unit: "requests", Remaining: 2, HasRemaining: true},
 			},
@@ -226,28 +228,28 @@ func TestParseIETFRateLimit(t *testing.T) {
 		{
 			name: "-10 malformed field ignored whole",
 			h:    hdr("RateLimit-Policy", `"a";q=10,,`, "RateLimit", `"a";r=1`),
-			want: []Quota{{Name: "a", Unit: "requests", Remaining: 1, HasRemaining: true}},
+			want: []header.Quota{{Name: "a", Unit: "requests", Remaining: 1, HasRemaining: true}},
 		},
 		{
 			name: "-07 dictionary",
 			h:    hdr("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=10"),
-			want: []Quota{{Name: "default", Unit: "requests", Limit: 100, HasLimit: true, Remaining: 50, HasRemaining: true, Reset: 5 * time.Second, HasReset: true, Window: 10 * time.Second}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Limit: 100, HasLimit: true, Remaining: 50, HasRemaining: true, Reset: 5 * time.Second, HasReset: true, Window: 10 * time.Second}},
 		},
 		{
 			name: "-06 separate fields",
 			h: hdr("RateLimit-Limit", "50", "RateLimit-Remaining", "49", "RateLimit-Reset", "50",
 				"RateLimit-Policy", "10;w=1, 50;w=60"),
-			want: []Quota{{Name: "default", Unit: "requests", Limit: 50, HasLimit: true, Remaining: 49, HasRemaining: true, Reset: 50 * time.Second, HasReset: true, Window: time.Minute}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Limit: 50, HasLimit: true, Remaining: 49, HasRemaining: true, Reset: 50 * time.Second, HasReset: true, Window: time.Minute}},
 		},
 		{
 			name: "-06 lowercase as Resend sends",
 			h:    http.Header{"Ratelimit-Limit": {"2"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"1"}},
-			want: []Quota{{Name: "default", Unit: "requests", Limit: 2, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: time.Second, HasReset: true}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Limit: 2, HasLimit: true, Remaining: 0, HasRemaining: true, Reset: time.Second, HasReset: true}},
 		},
 		{
 			name: "-06 policy does not match limit: no window",
 			h:    hdr("RateLimit-Limit", "7", "RateLimit-Policy", "10;w=1, 50;w=60"),
-			want: []Quota{{Name: "default", Unit: "requests", Limit: 7, HasLimit: true}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Limit: 7, HasLimit: true}},
 		},
 		{
 			name: "over-long structured field ignored",
@@ -257,21 +259,21 @@ func TestParseIETFRateLimit(t *testing.T) {
 		{
 			name: "-10 canonical pk kept byte for byte",
 			h:    hdr("RateLimit", `"default";r=1;pk=:dHJpYWwxMjEzMjM=:`),
-			want: []Quota{{Name: "default", Unit: "requests", Remaining: 1, HasRemaining: true, PartitionKey: "dHJpYWwxMjEzMjM="}},
+			want: []header.Quota{{Name: "default", Unit: "requests", Remaining: 1, HasRemaining: true, PartitionKey: "dHJpYWwxMjEzMjM="}},
 		},
 		{name: "absent", h: http.Header{}, want: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ParseIETFRateLimit(tt.h, now)
+			got := header.ParseIETF(tt.h, now)
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("ParseIETFRateLimit =\n%+v\nwant\n%+v", got, tt.want)
+				t.Fatalf("ParseIETF =\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestParseIETFRateLimitBoundsQuotas(t *testing.T) {
+func TestParseIETFBoundsQuotas(t *testing.T) {
 	var b strings.Builder
 	for i := range 200 {
 		if i > 0 {
@@ -279,8 +281,8 @@ func TestParseIETFRateLimitBoundsQuotas(t *testing.T) {
 		}
 		b.WriteString(`"p` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `";q=1`)
 	}
-	got := ParseIETFRateLimit(hdr("RateLimit-Policy", b.String()), time.Unix(0, 0))
-	if len(got) != maxSignalQuotas {
-		t.Fatalf("got %d quotas; want the cap %d", len(got), maxSignalQuotas)
+	got := header.ParseIETF(hdr("RateLimit-Policy", b.String()), time.Unix(0, 0))
+	if len(got) != header.MaxQuotas {
+		t.Fatalf("got %d quotas; want the cap %d", len(got), header.MaxQuotas)
 	}
 }

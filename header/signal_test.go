@@ -1,4 +1,4 @@
-package throttle
+package header_test
 
 import (
 	"fmt"
@@ -7,20 +7,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/header"
 )
 
-func TestParseSignal(t *testing.T) {
+func TestParse(t *testing.T) {
 	now := time.Date(2019, time.August, 5, 9, 27, 0, 0, time.UTC)
 	tests := []struct {
 		name    string
 		status  int
 		h       http.Header
 		maxWait time.Duration
-		check   func(t *testing.T, s Signal)
+		check   func(t *testing.T, s header.Signal)
 	}{
 		{
 			name: "200 without headers says nothing", status: 200, h: http.Header{},
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if s.Limited || s.HasRetryAfter || len(s.Quotas) != 0 || s.Scope != "" {
 					t.Fatalf("got %+v; want zero signal", s)
 				}
@@ -28,7 +30,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "429 slack retry-after", status: 429, h: hdr("Retry-After", "30"),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				wantWait(t, s, 30*time.Second)
 				if !s.Limited {
 					t.Fatal("429 must be Limited")
@@ -37,7 +39,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "429 without retry-after is limited", status: 429, h: http.Header{},
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if !s.Limited || s.HasRetryAfter {
 					t.Fatalf("got %+v; want Limited without RetryAfter", s)
 				}
@@ -45,7 +47,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "503 with retry-after is limited", status: 503, h: hdr("Retry-After", "5"),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if !s.Limited {
 					t.Fatal("want Limited")
 				}
@@ -53,7 +55,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "503 without retry-after is not limited", status: 503, h: http.Header{},
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if s.Limited {
 					t.Fatal("want not Limited")
 				}
@@ -61,16 +63,16 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "retry-after-ms takes precedence", status: 429, h: hdr("Retry-After-Ms", "10", "Retry-After", "3"),
-			check: func(t *testing.T, s Signal) { wantWait(t, s, 10*time.Millisecond) },
+			check: func(t *testing.T, s header.Signal) { wantWait(t, s, 10*time.Millisecond) },
 		},
 		{
 			name: "invalid retry-after-ms falls back", status: 429, h: hdr("Retry-After-Ms", "x", "Retry-After", "3"),
-			check: func(t *testing.T, s Signal) { wantWait(t, s, 3*time.Second) },
+			check: func(t *testing.T, s header.Signal) { wantWait(t, s, 3*time.Second) },
 		},
 		{
 			name: "retry-after capped at default", status: 429, h: hdr("Retry-After", "99999999"),
-			check: func(t *testing.T, s Signal) {
-				wantWait(t, s, DefaultMaxRetryAfter)
+			check: func(t *testing.T, s header.Signal) {
+				wantWait(t, s, header.DefaultMaxRetryAfter)
 				if !s.Capped {
 					t.Fatal("want Capped")
 				}
@@ -78,12 +80,12 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "retry-after capped at maxWait", status: 429, h: hdr("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT"), maxWait: 10 * time.Second,
-			check: func(t *testing.T, s Signal) { wantWait(t, s, 10*time.Second) },
+			check: func(t *testing.T, s header.Signal) { wantWait(t, s, 10*time.Second) },
 		},
 		{
 			name: "IETF 429 example: retry-after beats t", status: 429,
 			h: hdr("Retry-After", "Mon, 05 Aug 2019 09:27:05 GMT", "RateLimit", `"default";r=0;t=5`),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				wantWait(t, s, 5*time.Second)
 				q, ok := s.Quota("default")
 				if !ok || !q.Exhausted() || q.Reset != 5*time.Second {
@@ -93,16 +95,16 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "reset capped and flagged", status: 200, h: hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "3600"),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				q, _ := s.Quota("requests")
-				if q.Reset != DefaultMaxRetryAfter || !s.Capped {
+				if q.Reset != header.DefaultMaxRetryAfter || !s.Capped {
 					t.Fatalf("got %+v; want Reset capped", s)
 				}
 			},
 		},
 		{
 			name: "window not capped at maxWait", status: 200, h: hdr("RateLimit-Policy", `"daily";q=1000;w=86400`),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				q, _ := s.Quota("daily")
 				if q.Window != 24*time.Hour || s.Capped {
 					t.Fatalf("got %+v", s)
@@ -111,7 +113,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "x-ratelimit-resource is scope", status: 200, h: hdr("X-RateLimit-Remaining", "9", "X-RateLimit-Resource", "search"),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if s.Scope != "search" {
 					t.Fatalf("Scope = %q", s.Scope)
 				}
@@ -119,8 +121,8 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "x-should-retry", status: 500, h: hdr("X-Should-Retry", "false"),
-			check: func(t *testing.T, s Signal) {
-				if s.ShouldRetry != RetryHintDoNotRetry {
+			check: func(t *testing.T, s header.Signal) {
+				if s.ShouldRetry != header.RetryHintDoNotRetry {
 					t.Fatalf("ShouldRetry = %v", s.ShouldRetry)
 				}
 			},
@@ -128,7 +130,7 @@ func TestParseSignal(t *testing.T) {
 		{
 			name: "x-ratelimit and IETF together", status: 200,
 			h: hdr("X-RateLimit-Remaining", "1", "RateLimit", `"burst";r=2`),
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if len(s.Quotas) != 2 {
 					t.Fatalf("Quotas = %v", s.Quotas)
 				}
@@ -136,7 +138,7 @@ func TestParseSignal(t *testing.T) {
 		},
 		{
 			name: "nil header", status: 429, h: nil,
-			check: func(t *testing.T, s Signal) {
+			check: func(t *testing.T, s header.Signal) {
 				if !s.Limited {
 					t.Fatal("want Limited")
 				}
@@ -145,12 +147,12 @@ func TestParseSignal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, ParseSignal(tt.status, tt.h, now, tt.maxWait))
+			tt.check(t, header.Parse(tt.status, tt.h, now, tt.maxWait))
 		})
 	}
 }
 
-func wantWait(t *testing.T, s Signal, want time.Duration) {
+func wantWait(t *testing.T, s header.Signal, want time.Duration) {
 	t.Helper()
 	if !s.HasRetryAfter || s.RetryAfter != want {
 		t.Fatalf("RetryAfter = %v (has %v); want %v", s.RetryAfter, s.HasRetryAfter, want)
@@ -160,17 +162,17 @@ func wantWait(t *testing.T, s Signal, want time.Duration) {
 func TestSignalDialects(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	var order []string
-	first := DialectFunc(func(status int, h http.Header, now time.Time, s *Signal) {
+	first := header.DialectFunc(func(status int, h http.Header, now time.Time, s *header.Signal) {
 		order = append(order, "first")
 		s.Limited = status == http.StatusForbidden
 		s.RetryAfter, s.HasRetryAfter = -time.Hour, true // must be clamped to 0
-		s.SetQuota(Quota{Name: "x", Limit: -1, HasLimit: true, Remaining: 5, HasRemaining: true, Reset: 100 * time.Hour, HasReset: true})
+		s.SetQuota(header.Quota{Name: "x", Limit: -1, HasLimit: true, Remaining: 5, HasRemaining: true, Reset: 100 * time.Hour, HasReset: true})
 	})
-	second := DialectFunc(func(_ int, _ http.Header, _ time.Time, s *Signal) {
+	second := header.DialectFunc(func(_ int, _ http.Header, _ time.Time, s *header.Signal) {
 		order = append(order, "second")
 		s.Scope = strings.Repeat("s", 1000) // over-long text is cleared
 	})
-	s := ParseSignal(http.StatusForbidden, http.Header{}, now, time.Minute, first, nil, second)
+	s := header.Parse(http.StatusForbidden, http.Header{}, now, time.Minute, first, nil, second)
 	if fmt.Sprint(order) != "[first second]" {
 		t.Fatalf("order = %v", order)
 	}
@@ -184,35 +186,35 @@ func TestSignalDialects(t *testing.T) {
 }
 
 func TestSignalSetQuotaReplacesAndBounds(t *testing.T) {
-	var s Signal
-	s.SetQuota(Quota{Name: "a", Limit: 1, HasLimit: true})
-	s.SetQuota(Quota{Name: "a", Limit: 2, HasLimit: true})
+	var s header.Signal
+	s.SetQuota(header.Quota{Name: "a", Limit: 1, HasLimit: true})
+	s.SetQuota(header.Quota{Name: "a", Limit: 2, HasLimit: true})
 	if len(s.Quotas) != 1 || s.Quotas[0].Limit != 2 {
 		t.Fatalf("Quotas = %v", s.Quotas)
 	}
 	for i := range 100 {
-		s.SetQuota(Quota{Name: fmt.Sprint(i)})
+		s.SetQuota(header.Quota{Name: fmt.Sprint(i)})
 	}
-	if len(s.Quotas) != maxSignalQuotas {
-		t.Fatalf("len = %d; want %d", len(s.Quotas), maxSignalQuotas)
+	if len(s.Quotas) != header.MaxQuotas {
+		t.Fatalf("len = %d; want %d", len(s.Quotas), header.MaxQuotas)
 	}
 }
 
 func TestSignalWait(t *testing.T) {
 	tests := []struct {
 		name string
-		s    Signal
+		s    header.Signal
 		want time.Duration
 		ok   bool
 	}{
-		{"nothing", Signal{}, 0, false},
-		{"retry-after wins", Signal{RetryAfter: time.Second, HasRetryAfter: true, Quotas: []Quota{{Remaining: 0, HasRemaining: true, Reset: time.Hour, HasReset: true}}}, time.Second, true},
-		{"longest exhausted reset", Signal{Quotas: []Quota{
+		{"nothing", header.Signal{}, 0, false},
+		{"retry-after wins", header.Signal{RetryAfter: time.Second, HasRetryAfter: true, Quotas: []header.Quota{{Remaining: 0, HasRemaining: true, Reset: time.Hour, HasReset: true}}}, time.Second, true},
+		{"longest exhausted reset", header.Signal{Quotas: []header.Quota{
 			{Remaining: 0, HasRemaining: true, Reset: 5 * time.Second, HasReset: true},
 			{Remaining: 0, HasRemaining: true, Reset: 9 * time.Second, HasReset: true},
 			{Remaining: 3, HasRemaining: true, Reset: time.Hour, HasReset: true},
 		}}, 9 * time.Second, true},
-		{"not exhausted", Signal{Quotas: []Quota{{Remaining: 3, HasRemaining: true, Reset: time.Hour, HasReset: true}}}, 0, false},
+		{"not exhausted", header.Signal{Quotas: []header.Quota{{Remaining: 3, HasRemaining: true, Reset: time.Hour, HasReset: true}}}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +227,7 @@ func TestSignalWait(t *testing.T) {
 }
 
 func TestSignalQuotaStringRedactsPartitionKey(t *testing.T) {
-	s := Signal{Quotas: []Quota{{Name: "u", PartitionKey: "c2VjcmV0LWtleQ=="}}}
+	s := header.Signal{Quotas: []header.Quota{{Name: "u", PartitionKey: "c2VjcmV0LWtleQ=="}}}
 	for _, out := range []string{s.Quotas[0].String(), fmt.Sprintf("%v", s), fmt.Sprintf("%+v", s)} {
 		if strings.Contains(out, "c2VjcmV0") || !strings.Contains(out, "redacted") {
 			t.Fatalf("output leaks or lacks redaction: %s", out)
@@ -282,24 +284,24 @@ func randomGarbledHeader(r *rand.Rand) http.Header {
 	return h
 }
 
-// checkSignalInvariants asserts what ParseSignal guarantees for any input.
-func checkSignalInvariants(t *testing.T, s Signal, maxWait time.Duration) {
+// checkSignalInvariants asserts what Parse guarantees for any input.
+func checkSignalInvariants(t *testing.T, s header.Signal, maxWait time.Duration) {
 	t.Helper()
 	if maxWait <= 0 {
-		maxWait = DefaultMaxRetryAfter
+		maxWait = header.DefaultMaxRetryAfter
 	}
 	if s.RetryAfter < 0 || s.RetryAfter > maxWait {
 		t.Fatalf("RetryAfter %v outside [0, %v]", s.RetryAfter, maxWait)
 	}
-	if len(s.Quotas) > maxSignalQuotas {
+	if len(s.Quotas) > header.MaxQuotas {
 		t.Fatalf("%d quotas", len(s.Quotas))
 	}
 	for _, q := range s.Quotas {
 		if q.Reset < 0 || q.Reset > maxWait {
 			t.Fatalf("Reset %v outside [0, %v]", q.Reset, maxWait)
 		}
-		if q.Window < 0 || q.Window > maxQuotaWindow {
-			t.Fatalf("Window %v outside [0, %v]", q.Window, maxQuotaWindow)
+		if q.Window < 0 || q.Window > header.MaxQuotaWindow {
+			t.Fatalf("Window %v outside [0, %v]", q.Window, header.MaxQuotaWindow)
 		}
 		if q.Remaining < 0 || q.Limit < 0 {
 			t.Fatalf("negative count in %+v", q)
@@ -319,7 +321,7 @@ func TestSignalPropertiesGarbledHeaders(t *testing.T) {
 		h := randomGarbledHeader(r)
 		maxWait := maxWaits[r.IntN(len(maxWaits))]
 		now := nows[r.IntN(len(nows))]
-		s := ParseSignal(statuses[r.IntN(len(statuses))], h, now, maxWait)
+		s := header.Parse(statuses[r.IntN(len(statuses))], h, now, maxWait)
 		checkSignalInvariants(t, s, maxWait)
 		if i%500 == 0 && t.Failed() {
 			t.Fatalf("header %v", h)
@@ -340,16 +342,16 @@ func TestSignalPropertiesSingleParsers(t *testing.T) {
 			v = string(b)
 		}
 		for name, f := range map[string]func(string) (time.Duration, bool){
-			"ParseRetryAfter":       func(v string) (time.Duration, bool) { return ParseRetryAfter(v, now) },
-			"ParseRetryAfterMillis": ParseRetryAfterMillis,
-			"ParseDelaySeconds":     ParseDelaySeconds,
-			"ParseRateLimitReset":   func(v string) (time.Duration, bool) { return ParseRateLimitReset(v, now) },
+			"ParseRetryAfter":       func(v string) (time.Duration, bool) { return header.ParseRetryAfter(v, now) },
+			"ParseRetryAfterMillis": header.ParseRetryAfterMillis,
+			"ParseDelaySeconds":     header.ParseDelaySeconds,
+			"ParseReset":            func(v string) (time.Duration, bool) { return header.ParseReset(v, now) },
 		} {
 			if d, ok := f(v); d < 0 || (!ok && d != 0) {
 				t.Fatalf("%s(%q) = %v, %v", name, v, d, ok)
 			}
 		}
-		if n, ok := ParseCount(v); n < 0 || (!ok && n != 0) {
+		if n, ok := header.ParseCount(v); n < 0 || (!ok && n != 0) {
 			t.Fatalf("ParseCount(%q) = %d, %v", v, n, ok)
 		}
 	}

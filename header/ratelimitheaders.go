@@ -1,4 +1,4 @@
-package throttle
+package header
 
 import (
 	"encoding/base64"
@@ -11,7 +11,7 @@ import (
 	"github.com/dunglas/httpsfv"
 )
 
-// Thresholds of the magnitude rule used by [ParseRateLimitReset].
+// Thresholds of the magnitude rule used by [ParseReset].
 const (
 	// resetUnixSeconds: 1e9 seconds is 2001-09-09 as a Unix time, and
 	// almost 32 years as a delta; no server names a 32-year delta.
@@ -42,7 +42,7 @@ func ParseCount(value string) (int64, bool) {
 	return n, true
 }
 
-// ParseRateLimitReset parses an X-RateLimit-Reset style value, whose unit
+// ParseReset parses an X-RateLimit-Reset style value, whose unit
 // differs between servers, into the time until the reset, relative to now.
 // The unit is told apart by magnitude:
 //
@@ -53,9 +53,9 @@ func ParseCount(value string) (int64, bool) {
 //   - smaller values are delta-seconds ("60", "0.5").
 //
 // A reset in the past gives 0. The result is never negative and saturates
-// rather than overflowing; [ParseSignal] caps it. Values that are not a
+// rather than overflowing; [Parse] caps it. Values that are not a
 // plain non-negative decimal are rejected (see [ParseDelaySeconds]).
-func ParseRateLimitReset(value string, now time.Time) (time.Duration, bool) {
+func ParseReset(value string, now time.Time) (time.Duration, bool) {
 	v, ok := parseDecimal(value)
 	if !ok {
 		return 0, false
@@ -98,21 +98,16 @@ func ParseRateLimitReset(value string, now time.Time) (time.Duration, bool) {
 	return max(time.Unix(sec, nsec).Sub(now), 0), true
 }
 
-// ParseXRateLimit reads the de-facto X-RateLimit-* fields into a quota
-// named "requests": X-RateLimit-Limit, -Remaining, -Used, -Reset (see
-// [ParseRateLimitReset] for its units) and -Reset-After (Discord,
-// float delta-seconds, preferred over -Reset when both are valid). When
-// none of them is present it reads X/Twitter's x-rate-limit-limit,
-// -remaining and -reset instead. When -Remaining is absent but -Limit and
-// -Used are present, Remaining is Limit-Used (at least 0); Remaining
-// without Limit is still reported. It returns false when no field was
-// usable. Only the first line of each field is used; values over 256 bytes
-// are ignored.
-func ParseXRateLimit(h http.Header, now time.Time) (Quota, bool) {
-	return parseXRateLimit(h, now, fieldsXRateLimit|fieldsXRateLimitX)
-}
-
-// parseXRateLimit is [ParseXRateLimit] reading only the families in f.
+// parseXRateLimit reads the de-facto X-RateLimit-* fields of the families
+// in f into a quota named "requests": X-RateLimit-Limit, -Remaining, -Used,
+// -Reset (see [ParseReset] for its units) and -Reset-After (Discord, float
+// delta-seconds, preferred over -Reset when both are valid). When none of
+// them is present (or f lacks fieldsXRateLimit) it reads X/Twitter's
+// x-rate-limit-limit, -remaining and -reset instead. When -Remaining is
+// absent but -Limit and -Used are present, Remaining is Limit-Used (at
+// least 0); Remaining without Limit is still reported. It returns false
+// when no field was usable. Only the first line of each field is used;
+// values over 256 bytes are ignored.
 func parseXRateLimit(h http.Header, now time.Time, f fieldSet) (Quota, bool) {
 	if f&fieldsXRateLimit != 0 {
 		if q, ok := parseXRateLimitFields(h, now, &xRateLimitKeys); ok {
@@ -159,13 +154,13 @@ func parseXRateLimitFields(h http.Header, now time.Time, k *xRateLimitFields) (Q
 	}
 	if d, ok := ParseDelaySeconds(headerFirst(h, k.resetAfter, maxNumericHeaderLen)); ok {
 		q.Reset, q.HasReset = d, true
-	} else if d, ok := ParseRateLimitReset(headerFirst(h, k.reset, maxNumericHeaderLen), now); ok {
+	} else if d, ok := ParseReset(headerFirst(h, k.reset, maxNumericHeaderLen), now); ok {
 		q.Reset, q.HasReset = d, true
 	}
 	return q, q.HasLimit || q.HasRemaining || q.HasReset
 }
 
-// ParseIETFRateLimit reads the IETF RateLimit and RateLimit-Policy fields
+// parseIETF reads the IETF RateLimit and RateLimit-Policy fields
 // (draft-ietf-httpapi-ratelimit-headers) in whichever form the server sends:
 //
 //   - -10 (RFC 9651 Lists): `RateLimit-Policy: "burst";q=100;w=60` and
@@ -183,12 +178,12 @@ func parseXRateLimitFields(h http.Header, now time.Time, k *xRateLimitFields) (Q
 //     RateLimit-Reset fields (any case, as Resend's lowercase ones), with
 //     RateLimit-Policy `10;w=1, 50;w=60`; quota "default".
 //
-// In the older forms the reset follows [ParseRateLimitReset] (delta
+// In the older forms the reset follows [ParseReset] (delta
 // seconds, but epoch values some servers send are recognised) and the
 // policy whose quota equals the limit gives the window. Lines of a repeated
 // field are joined (RFC 9651 §4.2); a field over 4 KiB is ignored. At most
 // 64 quotas are returned.
-func ParseIETFRateLimit(h http.Header, now time.Time) []Quota {
+func parseIETF(h http.Header, now time.Time) []Quota {
 	policies, policiesOK := sfList(h, keyRateLimitPolicy)
 	limits, limitsOK := sfList(h, keyRateLimit)
 	if (policiesOK && hasStringItem(policies)) || (limitsOK && hasStringItem(limits)) {
@@ -349,14 +344,14 @@ func parseIETFLegacy(h http.Header, now time.Time, policies httpsfv.List) (Quota
 			q.Limit, q.HasLimit = sfDictInt(d, "limit")
 			q.Remaining, q.HasRemaining = sfDictInt(d, "remaining")
 			if r, ok := sfDictInt(d, "reset"); ok {
-				q.Reset, q.HasReset = ParseRateLimitReset(strconv.FormatInt(r, 10), now)
+				q.Reset, q.HasReset = ParseReset(strconv.FormatInt(r, 10), now)
 			}
 		}
 	}
 	if !q.HasLimit && !q.HasRemaining && !q.HasReset {
 		q.Limit, q.HasLimit = ParseCount(headerFirst(h, keyRateLimitLimit, maxNumericHeaderLen))
 		q.Remaining, q.HasRemaining = ParseCount(headerFirst(h, keyRateLimitRemaining, maxNumericHeaderLen))
-		q.Reset, q.HasReset = ParseRateLimitReset(headerFirst(h, keyRateLimitReset, maxNumericHeaderLen), now)
+		q.Reset, q.HasReset = ParseReset(headerFirst(h, keyRateLimitReset, maxNumericHeaderLen), now)
 	}
 	// Legacy RateLimit-Policy: Integer items (the quota) with a w param.
 	// The policy whose quota equals the limit gives the window; with no

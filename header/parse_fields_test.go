@@ -1,4 +1,4 @@
-package throttle
+package header
 
 import (
 	"net/http"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestParseSignalKeysCanonical guards the direct lookups h[key]: they find
+// TestParseKeysCanonical guards the direct lookups h[key]: they find
 // what h.Get finds only for canonical keys.
-func TestParseSignalKeysCanonical(t *testing.T) {
+func TestParseKeysCanonical(t *testing.T) {
 	keys := []string{
 		keyRetryAfterMs, keyRetryAfter, keyXRateLimitResource, keyShouldRetry,
 		keyRateLimit, keyRateLimitPolicy, keyRateLimitLimit, keyRateLimitRemaining, keyRateLimitReset,
@@ -24,10 +24,10 @@ func TestParseSignalKeysCanonical(t *testing.T) {
 	}
 }
 
-// TestParseSignalEachFieldAlone checks that every field ParseSignal reads
+// TestParseEachFieldAlone checks that every field Parse reads
 // is found when it is the only one: the pass that picks the families to
 // look up must not skip it.
-func TestParseSignalEachFieldAlone(t *testing.T) {
+func TestParseEachFieldAlone(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	quota := func(name string) func(Signal) bool {
 		return func(s Signal) bool { _, ok := s.Quota(name); return ok }
@@ -59,16 +59,16 @@ func TestParseSignalEachFieldAlone(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{"Content-Type": {"application/json"}}
 			h.Set(tt.name, tt.value)
-			if s := ParseSignal(http.StatusOK, h, now, 0); !tt.ok(s) {
+			if s := Parse(http.StatusOK, h, now, 0); !tt.ok(s) {
 				t.Fatalf("%s: %s alone gave %+v", tt.name, tt.value, s)
 			}
 		})
 	}
 }
 
-// TestParseSignalNoHeadersAllocs guards issue 10: a response without
+// TestParseNoHeadersAllocs guards issue 10: a response without
 // rate-limit fields, read without dialects, allocates nothing.
-func TestParseSignalNoHeadersAllocs(t *testing.T) {
+func TestParseNoHeadersAllocs(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	for name, h := range map[string]http.Header{
 		"nil":          nil,
@@ -78,7 +78,7 @@ func TestParseSignalNoHeadersAllocs(t *testing.T) {
 			"Server": {"nginx"}, "X-Request-Id": {"req_1"}, "Rate": {"x"}, "Xylophone": {"x"}},
 	} {
 		for _, status := range []int{http.StatusOK, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
-			if n := testing.AllocsPerRun(100, func() { _ = ParseSignal(status, h, now, 0) }); n != 0 {
+			if n := testing.AllocsPerRun(100, func() { _ = Parse(status, h, now, 0) }); n != 0 {
 				t.Errorf("%s, %d: %v allocations, want 0", name, status, n)
 			}
 		}

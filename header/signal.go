@@ -1,4 +1,4 @@
-package throttle
+package header
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultMaxRetryAfter caps every duration read from a response when the
-// caller passes maxWait <= 0 to [ParseSignal] or [Signal.Normalize].
+// caller passes maxWait <= 0 to [Parse] or [Signal.Normalize].
 //
 // Two minutes is long enough to honour every documented server wait in the
 // common case (Discord's 64 s, GitHub's 60 s secondary-limit pause, Shopify's
@@ -44,7 +44,7 @@ const (
 // RetryHint is a server's explicit opinion on whether a request may be
 // retried, read from headers such as x-should-retry (OpenAI, Anthropic) or
 // Stripe-Should-Retry. The zero value, [RetryHintNone], means the server did
-// not say.
+// not say. It is a plain value, safe for concurrent use.
 type RetryHint int8
 
 const (
@@ -70,7 +70,7 @@ func (r RetryHint) String() string {
 }
 
 // Signal is what one response says about the server's rate limits,
-// normalised across header dialects by [ParseSignal].
+// normalised across header dialects by [Parse].
 //
 // The zero value means "the response said nothing about rate limits". A
 // Signal is a plain value: copy it freely; it is not safe to mutate one
@@ -119,6 +119,8 @@ type Signal struct {
 
 // Quota is what a server reported about one quota or policy. The zero
 // value is an empty report; the Has* flags say which numbers were present.
+// Like [Signal], a Quota is a plain value: copy it freely; its methods only
+// read it and are safe for concurrent use.
 type Quota struct {
 	// Name is the policy name: an IETF policy name ("burst", "daily"),
 	// "default" for older IETF forms, "requests" for X-RateLimit-*, or a
@@ -229,13 +231,13 @@ func (s Signal) Wait() (time.Duration, bool) {
 	return w, found
 }
 
-// Normalize enforces the invariants ParseSignal guarantees, and is run by
-// ParseSignal after every dialect: every duration is clamped to
+// Normalize enforces the invariants Parse guarantees, and is run by
+// Parse after every dialect: every duration is clamped to
 // [0, maxWait] (maxWait <= 0 means [DefaultMaxRetryAfter]) and flags
 // Capped when it was cut; Window is clamped to [0, 1 year]; negative
 // counts are dropped; Quotas is truncated to 64 entries; short text fields
 // longer than 256 bytes are cleared. Call it yourself only when you run a
-// [Dialect] directly instead of through ParseSignal.
+// [Dialect] directly instead of through Parse.
 func (s *Signal) Normalize(maxWait time.Duration) {
 	if maxWait <= 0 {
 		maxWait = DefaultMaxRetryAfter
@@ -271,7 +273,7 @@ func (s *Signal) Normalize(maxWait time.Duration) {
 
 // Dialect reads one provider's headers into s, after the standard parsers
 // have run. It may add or replace quotas (use [Signal.SetQuota]), set
-// Limited, RetryAfter, Scope and the other fields. ParseSignal calls
+// Limited, RetryAfter, Scope and the other fields. Parse calls
 // [Signal.Normalize] after the last dialect, so a dialect need not cap
 // durations itself, but it must never produce a negative count on purpose.
 //
@@ -282,7 +284,8 @@ type Dialect interface {
 }
 
 // DialectFunc adapts a function to [Dialect]. A nil DialectFunc is not a
-// valid Dialect.
+// valid Dialect; the function must be safe for concurrent use and never
+// panic, as every Dialect.
 type DialectFunc func(status int, h http.Header, now time.Time, s *Signal)
 
 // Parse calls f(status, h, now, s).
@@ -290,19 +293,24 @@ func (f DialectFunc) Parse(status int, h http.Header, now time.Time, s *Signal) 
 	f(status, h, now, s)
 }
 
-// ParseSignal reads what one response says about rate limits. now is the
+// Parse reads what one response says about rate limits. now is the
 // time the response was received; it is the base for every relative
 // duration.
 //
 // It runs the standard parsers in this order:
-//   - retry-after-ms (OpenAI, Azure), then Retry-After, see
-//     [ParseRetryAfterMillis] and [ParseRetryAfter];
-//   - X-RateLimit-* and X/Twitter's x-rate-limit-* (quota "requests"; Scope
-//     from x-ratelimit-resource), see [ParseXRateLimit];
-//   - IETF RateLimit/RateLimit-Policy in the -10 List form, else the -07
-//     Dictionary form, else the -06 RateLimit-Limit/-Remaining/-Reset
-//     fields, see [ParseIETFRateLimit];
-//   - x-should-retry (OpenAI, Anthropic) into ShouldRetry.
+//   - retry-after-ms (OpenAI, Azure: milliseconds, possibly with a
+//     fraction), else Retry-After (see [ParseRetryAfter]), into RetryAfter;
+//   - X-RateLimit-Limit, -Remaining, -Used, -Reset and -Reset-After, else
+//     X/Twitter's x-rate-limit-*, into the quota "requests" (Remaining is
+//     Limit-Used when only -Used is sent; -Reset-After, in delta-seconds,
+//     is preferred to -Reset, read by [ParseReset]), and Scope from
+//     x-ratelimit-resource;
+//   - IETF RateLimit/RateLimit-Policy in the -10 List form (one quota per
+//     policy name), else the -07 Dictionary form, else the -06
+//     RateLimit-Limit/-Remaining/-Reset fields (one quota, "default"); the
+//     package documentation lists what each form gives;
+//   - x-should-retry (OpenAI, Anthropic) into ShouldRetry, see
+//     [ParseShouldRetry].
 //
 // Then it sets Limited for 429, and for 503 carrying a retry-after header,
 // runs each dialect in order (later dialects see and may override earlier
@@ -321,11 +329,11 @@ func (f DialectFunc) Parse(status int, h http.Header, now time.Time, s *Signal) 
 // A response without rate-limit fields costs one pass over h's keys, and
 // without dialects allocates nothing.
 //
-// ParseSignal is safe for concurrent use if the dialects are, and does not
+// Parse is safe for concurrent use if the dialects are, and does not
 // modify h.
-func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration, dialects ...Dialect) Signal {
+func Parse(status int, h http.Header, now time.Time, maxWait time.Duration, dialects ...Dialect) Signal {
 	if len(dialects) > 0 {
-		return parseSignalDialects(status, h, now, maxWait, dialects)
+		return parseDialects(status, h, now, maxWait, dialects)
 	}
 	var s Signal
 	parseStandard(status, h, now, &s)
@@ -333,10 +341,10 @@ func ParseSignal(status int, h http.Header, now time.Time, maxWait time.Duration
 	return s
 }
 
-// parseSignalDialects is [ParseSignal] with dialects. Its Signal is on
+// parseDialects is [Parse] with dialects. Its Signal is on
 // the heap, since the dialects (interfaces) receive its address; without
-// dialects, ParseSignal keeps its Signal on the stack.
-func parseSignalDialects(status int, h http.Header, now time.Time, maxWait time.Duration, dialects []Dialect) Signal {
+// dialects, Parse keeps its Signal on the stack.
+func parseDialects(status int, h http.Header, now time.Time, maxWait time.Duration, dialects []Dialect) Signal {
 	s := new(Signal)
 	parseStandard(status, h, now, s)
 	for _, d := range dialects {
@@ -348,7 +356,7 @@ func parseSignalDialects(status int, h http.Header, now time.Time, maxWait time.
 	return *s
 }
 
-// parseStandard runs the standard parsers of [ParseSignal] on the fields
+// parseStandard runs the standard parsers of [Parse] on the fields
 // h holds, then sets Limited from the status. One pass over h's keys says
 // which families of fields are present, so a response without rate-limit
 // fields costs that pass and no lookup.
@@ -370,7 +378,7 @@ func readStandardFields(h http.Header, now time.Time, s *Signal) {
 		return
 	}
 	if f&fieldsRetryAfter != 0 {
-		if d, ok := ParseRetryAfterMillis(headerFirst(h, keyRetryAfterMs, maxNumericHeaderLen)); ok {
+		if d, ok := parseRetryAfterMillis(headerFirst(h, keyRetryAfterMs, maxNumericHeaderLen)); ok {
 			s.RetryAfter, s.HasRetryAfter = d, true
 		} else if d, ok := ParseRetryAfter(headerFirst(h, keyRetryAfter, maxNumericHeaderLen), now); ok {
 			s.RetryAfter, s.HasRetryAfter = d, true
@@ -387,7 +395,7 @@ func readStandardFields(h http.Header, now time.Time, s *Signal) {
 		}
 	}
 	if f&fieldsIETF != 0 {
-		for _, q := range ParseIETFRateLimit(h, now) {
+		for _, q := range parseIETF(h, now) {
 			s.SetQuota(q)
 		}
 	}
@@ -397,7 +405,7 @@ func readStandardFields(h http.Header, now time.Time, s *Signal) {
 }
 
 // Canonical keys (textproto.CanonicalMIMEHeaderKey) of the fields that
-// ParseSignal reads itself. With a canonical key, h[key] finds exactly
+// Parse reads itself. With a canonical key, h[key] finds exactly
 // what h.Get(key) finds, without canonicalising the name on every
 // response: http.Header's Set and Add, and the server side of net/http,
 // store canonical keys, and a key stored in another form is found by
@@ -432,7 +440,7 @@ const (
 )
 
 // presentFields returns the families of standard fields whose canonical
-// keys h holds, in one pass over its keys. Every key ParseSignal looks up
+// keys h holds, in one pass over its keys. Every key Parse looks up
 // starts with its family's prefix, so a family left out here has nothing
 // a lookup would find.
 func presentFields(h http.Header) fieldSet {
@@ -462,14 +470,15 @@ func presentFields(h http.Header) fieldSet {
 	return f
 }
 
-// HeaderValue returns the first value of header field name in h, with
+// Value returns the first value of header field name in h, with
 // surrounding whitespace removed, or "" when it is absent or longer than
 // maxLen bytes. Dialects use it to read untrusted values with a bound.
-func HeaderValue(h http.Header, name string, maxLen int) string {
+// name is found as h.Get finds it, in any case; Value does not modify h.
+func Value(h http.Header, name string, maxLen int) string {
 	return headerFirst(h, textproto.CanonicalMIMEHeaderKey(name), maxLen)
 }
 
-// headerFirst is [HeaderValue] for a canonical key: the first line of the
+// headerFirst is [Value] for a canonical key: the first line of the
 // field, trimmed, or "" when absent or longer than maxLen.
 func headerFirst(h http.Header, key string, maxLen int) string {
 	v := h[key]
