@@ -1,7 +1,10 @@
 package feedbacktest
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,8 +58,10 @@ func TestFleetSharesQuota(t *testing.T) {
 		{retryAfterOnly, looseBounds},
 	} {
 		t.Run(tc.dialect.String(), func(t *testing.T) {
-			arrivals, begin := runQuotaFleet(t, tc.dialect)
-			checkQuotaUse(t, tc.dialect, arrivals, begin+quotaSettle, begin+quotaRun, tc.bounds)
+			runQuotaCase(t, func() quotaVerdict {
+				run := runQuotaFleet(t, tc.dialect)
+				return checkQuotaUse(t, tc.dialect, run, run.begin+quotaSettle, run.begin+quotaRun, tc.bounds)
+			})
 		})
 	}
 }
@@ -78,18 +83,86 @@ func TestFleetSharesQuota(t *testing.T) {
 func TestFleetRecoversFromLate429(t *testing.T) {
 	for _, d := range []dialect{ietfHeaders, xRateLimitHeaders} {
 		t.Run(d.String(), func(t *testing.T) {
-			late := fleettest.Response{Status: http.StatusTooManyRequests, Header: d.exhausted(quotaLimit, quotaWindow)}
-			arrivals, begin := runQuotaFleet(t, d, fleettest.RespondNthOfFleet(lateNth, late))
-			at := arrivals.Fleet().Status(http.StatusTooManyRequests).Filter(func(a fleettest.Arrival) bool { return a.At-begin >= quotaSettle }).Times()
-			if len(at) != 1 || at[0]-begin < quotaSettle {
-				t.Fatalf("the late 429 did not come after the settle time: %v (start %v)", at, begin)
-			}
-			t.Logf("the late 429 at %v", (at[0] - begin).Round(time.Millisecond))
-			from := at[0] + time.Second + lateRecover
-			to := min(from+lateMeasure, begin+quotaRun)
-			checkQuotaUse(t, d, arrivals, from, to, issueBounds)
+			runQuotaCase(t, func() quotaVerdict {
+				late := fleettest.Response{Status: http.StatusTooManyRequests, Header: d.exhausted(quotaLimit, quotaWindow)}
+				run := runQuotaFleet(t, d, fleettest.RespondNthOfFleet(lateNth, late))
+				var at time.Duration
+				found := false
+				for _, a := range run.arrivals.Fleet() {
+					if a.Seq == run.lateSeq {
+						at, found = a.At, true
+					}
+				}
+				if !found || at-run.begin < quotaSettle {
+					return quotaVerdict{failures: []string{fmt.Sprintf("the late 429 (arrival %d) did not come after the settle time: at %v, found %v (start %v)", run.lateSeq, at, found, run.begin)}}
+				}
+				t.Logf("the late 429 at %v", (at - run.begin).Round(time.Millisecond))
+				var v quotaVerdict
+				// Any other rejection after the settle time is a failure
+				// of its own, whatever the recovery window shows.
+				others := run.arrivals.Fleet().Status(http.StatusTooManyRequests).Filter(func(a fleettest.Arrival) bool {
+					return a.At-run.begin >= quotaSettle && a.Seq != run.lateSeq
+				})
+				if len(others) > 0 {
+					v.failures = append(v.failures, fmt.Sprintf("%d more rejections after the settle time, at %v", len(others), others.Times()))
+					v.rejected += len(others)
+					v.stallSlots = run.stallSlots(run.begin+quotaSettle, run.begin+quotaRun)
+				}
+				from := at + time.Second + lateRecover
+				to := min(from+lateMeasure, run.begin+quotaRun)
+				w := checkQuotaUse(t, d, run, from, to, issueBounds)
+				v.failures = append(v.failures, w.failures...)
+				v.rejected = max(v.rejected, w.rejected)
+				v.stallSlots = max(v.stallSlots, w.stallSlots)
+				return v
+			})
 		})
 	}
+}
+
+// quotaRuns is how often a shared-quota case runs at most: a second time
+// only when its first run failed with no more rejections than the
+// machine's measured stalls account for (see quotaVerdict.stallsExplain).
+const quotaRuns = 2
+
+// runQuotaCase runs one case of the shared-quota tests, again if its
+// failures are a stall's (see quotaRuns), and reports the last run's.
+func runQuotaCase(t *testing.T, run func() quotaVerdict) {
+	t.Helper()
+	for i := 1; ; i++ {
+		v := run()
+		if len(v.failures) == 0 {
+			return
+		}
+		if i < quotaRuns && v.stallsExplain() {
+			t.Logf("failed (%s) with %d rejections while the machine stalled for %d requests' worth: running it again",
+				strings.Join(v.failures, "; "), v.rejected, v.stallSlots)
+			continue
+		}
+		for _, f := range v.failures {
+			t.Error(f)
+		}
+		return
+	}
+}
+
+// quotaVerdict is what checkQuotaUse found.
+type quotaVerdict struct {
+	failures   []string
+	rejected   int // the fleet's rejections in the checked span
+	stallSlots int // the requests the machine's stalls in it account for
+}
+
+// stallsExplain reports whether the failures can be a stall's: a process
+// the OS does not run for a while sends late every request whose slot fell
+// in that time, and they then arrive together, so a window can hold more
+// than a perfect limiter sends; a reading fleet obeys the server's
+// whole-second Retry-After for such a rejection, which costs it a second of
+// the quota too. Measured on the two-core machine with other builds
+// running: stalls of 50-700 ms in the test process (the server) put 100-105
+// requests in a window the fleet had held at 96.
+func (v quotaVerdict) stallsExplain() bool {
+	return v.rejected > 0 && v.rejected <= v.stallSlots
 }
 
 const (
@@ -98,9 +171,25 @@ const (
 	lateMeasure = 5 * time.Second
 )
 
+// quotaOutcome is what the server of one shared-quota run saw.
+type quotaOutcome struct {
+	arrivals fleettest.Arrivals
+	begin    time.Duration // the fleet's start, as an offset from epoch
+	epoch    time.Time
+	stalls   []fleettest.Stall // the workers' and this process's
+	lateSeq  int               // the fleet's lateNth arrival's Seq, or 0
+}
+
+// stallSlots returns the requests the stalls in [from, to) account for, at
+// the quota's rate.
+func (o quotaOutcome) stallSlots(from, to time.Duration) int {
+	st := fleettest.StallTime(o.stalls, o.epoch, fleettest.Window{From: from, To: to})
+	return int(math.Ceil(st.Seconds() * quotaLimit / quotaWindow.Seconds()))
+}
+
 // runQuotaFleet runs the shared-quota scenario, logs what the server saw,
-// and returns it with the fleet's start as an offset from its epoch.
-func runQuotaFleet(t *testing.T, d dialect, opts ...fleettest.ServerOption) (fleettest.Arrivals, time.Duration) {
+// and returns it.
+func runQuotaFleet(t *testing.T, d dialect, opts ...fleettest.ServerOption) quotaOutcome {
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, append([]fleettest.ServerOption{fleettest.WithQuota(d.quota(quotaLimit, quotaWindow))}, opts...)...)
 	ns := namespace(t)
@@ -122,10 +211,12 @@ func runQuotaFleet(t *testing.T, d dialect, opts ...fleettest.ServerOption) (fle
 	fleet := fleettest.Start(t, cfgs...)
 	watch := watchBucket(t, rs, bucketKey(ns, "api"), srv.Epoch(), quotaRuleRate*0.98)
 	stopOutside := srv.StartOutside(t, quotaOutside)
+	parentStalls := fleettest.WatchStalls(t)
 	start := fleet.Go()
 	sums := fleet.Wait()
 	stopOutside()
 	samples := watch()
+	stalls := append(fleettest.Stalls(sums), parentStalls()...)
 
 	begin := srv.Offset(start)
 	all := srv.Arrivals()
@@ -152,7 +243,11 @@ func runQuotaFleet(t *testing.T, d dialect, opts ...fleettest.ServerOption) (fle
 			t.Errorf("worker %d: %d unexpected errors %v: %q", s.ID, n, s.Errors, s.Samples)
 		}
 	}
-	return all, begin
+	out := quotaOutcome{arrivals: all, begin: begin, epoch: srv.Epoch(), stalls: stalls}
+	if len(fl) >= lateNth {
+		out.lateSeq = fl[lateNth-1].Seq
+	}
+	return out
 }
 
 // bounds tells checkQuotaUse which bounds apply.
@@ -164,23 +259,24 @@ const (
 )
 
 // checkQuotaUse holds the fleet's arrivals in [from, to) to the bounds.
-func checkQuotaUse(t *testing.T, d dialect, all fleettest.Arrivals, from, to time.Duration, b bounds) {
+func checkQuotaUse(t *testing.T, d dialect, run quotaOutcome, from, to time.Duration, b bounds) quotaVerdict {
 	t.Helper()
-	fl := all.Fleet()
-	outside := all.FromWorker(fleettest.OutsideWorker)
+	fl := run.arrivals.Fleet()
+	outside := run.arrivals.FromWorker(fleettest.OutsideWorker)
 	in := fl.Filter(func(a fleettest.Arrival) bool { return a.At >= from && a.At < to })
 	rejected := len(in.Status(http.StatusTooManyRequests))
 	accepted := len(in.Status(http.StatusOK))
 	rejShare := float64(rejected) / float64(max(len(in), 1))
 	use := float64(accepted) / (quotaRemains * (to - from).Seconds())
 	outsideRate := fleettest.RateIn(outside.Times(), from, to)
-	t.Logf("%s, from %v to %v: fleet sent %d, rejected %d (%.2f %%), accepted %.1f/s = %.1f %% of the %.0f/s that remain (outside sent %.1f/s)",
-		d, from.Round(time.Millisecond), to.Round(time.Millisecond), len(in), rejected, 100*rejShare, float64(accepted)/(to-from).Seconds(), 100*use, quotaRemains, outsideRate)
+	v := quotaVerdict{rejected: rejected, stallSlots: run.stallSlots(from, to)}
+	t.Logf("%s, from %v to %v: fleet sent %d, rejected %d (%.2f %%), accepted %.1f/s = %.1f %% of the %.0f/s that remain (outside sent %.1f/s); stalls worth %d requests",
+		d, from.Round(time.Millisecond), to.Round(time.Millisecond), len(in), rejected, 100*rejShare, float64(accepted)/(to-from).Seconds(), 100*use, quotaRemains, outsideRate, v.stallSlots)
 
 	if outsideRate < quotaOutside*0.8 {
 		// The outside consumer is this process's goroutine: a machine too
 		// busy to run it would void the figures.
-		t.Errorf("the outside consumer sent only %.1f/s, not %.0f/s: the scenario did not run as meant", outsideRate, quotaOutside)
+		v.failures = append(v.failures, fmt.Sprintf("the outside consumer sent only %.1f/s, not %.0f/s: the scenario did not run as meant", outsideRate, quotaOutside))
 	}
 	if b == looseBounds {
 		// With nothing but Retry-After the fleet learns only from 429s:
@@ -190,17 +286,18 @@ func checkQuotaUse(t *testing.T, d dialect, all fleettest.Arrivals, from, to tim
 		// reliably gives, with a margin for a loaded machine (measured
 		// over three runs: 0.23-0.24 % rejected, 79.7-82.7 % used).
 		if rejShare >= 0.02 || use < 0.65 {
-			t.Errorf("%s: %.2f %% rejected, %.1f %% used: want < 2 %% and ≥ 65 %%", d, 100*rejShare, 100*use)
+			v.failures = append(v.failures, fmt.Sprintf("%s: %.2f %% rejected, %.1f %% used: want < 2 %% and ≥ 65 %%", d, 100*rejShare, 100*use))
 		}
-		return
+		return v
 	}
 	if rejShare >= maxRejected {
-		t.Errorf("%s: %d of %d fleet requests (%.2f %%) rejected from %v: want < %.0f %%",
-			d, rejected, len(in), 100*rejShare, from.Round(time.Millisecond), 100*maxRejected)
+		v.failures = append(v.failures, fmt.Sprintf("%s: %d of %d fleet requests (%.2f %%) rejected from %v: want < %.0f %%",
+			d, rejected, len(in), 100*rejShare, from.Round(time.Millisecond), 100*maxRejected))
 	}
 	if use < minUse {
-		t.Errorf("%s: the fleet used %.1f %% of the %.0f/s that remain: want ≥ %.0f %%", d, 100*use, quotaRemains, 100*minUse)
+		v.failures = append(v.failures, fmt.Sprintf("%s: the fleet used %.1f %% of the %.0f/s that remain: want ≥ %.0f %%", d, 100*use, quotaRemains, 100*minUse))
 	}
+	return v
 }
 
 // logAroundRejections logs, for each of the fleet's rejections, the fleet's
