@@ -348,12 +348,20 @@ func (s *redisStore) call(ctx context.Context) (context.Context, context.CancelF
 
 // failed wraps err, the failure of a call with cctx derived from ctx (see
 // call), as "throttle: redis <what>", marked as errRedisTimeout when the
-// store's own bound ended it.
+// store's own bound ended it. go-redis sets the bound as the socket's
+// deadline, so its read may fail (i/o timeout) just before cctx is done:
+// a deadline passed counts too.
 func (s *redisStore) failed(what string, ctx, cctx context.Context, err error) error {
-	if ctx.Err() == nil && context.Cause(cctx) == errRedisTimeout {
+	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == errRedisTimeout || pastDeadline(cctx)) {
 		err = fmt.Errorf("%w after %v: %w", errRedisTimeout, s.timeout.next(), err)
 	}
 	return fmt.Errorf("throttle: redis %s: %w", what, err)
+}
+
+// pastDeadline reports whether ctx's deadline has passed.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // runScript runs script within the store's bound (see call), its error
