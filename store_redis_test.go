@@ -377,7 +377,7 @@ func TestRedisNamespaces(t *testing.T) {
 	rdb := srv.Client(t)
 	rule := Rule{Name: "r", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 1}}
 	newT := func(opts ...Option) *Transport {
-		return mustNew(t, okBase, append([]Option{WithRedis(rdb), WithRules(rule), WithMaxWait(0)}, opts...)...)
+		return mustNew(t, okBase, append([]Option{WithRedis(rdb), WithRules(rule), WithoutWaiting()}, opts...)...)
 	}
 	send := func(tr *Transport) error {
 		return roundTrip(tr, newReq(t, redisCtx(t), http.MethodGet, "http://example.com/"))
@@ -386,7 +386,7 @@ func TestRedisNamespaces(t *testing.T) {
 		"default":  newT(),
 		"prod":     newT(WithNamespace("prod")),
 		"staging":  newT(WithNamespace("staging")),
-		"reversed": mustNew(t, okBase, WithNamespace("reversed"), WithRules(rule), WithMaxWait(0), WithRedis(rdb)),
+		"reversed": mustNew(t, okBase, WithNamespace("reversed"), WithRules(rule), WithoutWaiting(), WithRedis(rdb)),
 	} {
 		if err := send(tr); err != nil {
 			t.Errorf("%s: first request: %v", name, err)
@@ -394,7 +394,7 @@ func TestRedisNamespaces(t *testing.T) {
 	}
 	// The second request of the same namespace finds the bucket spent,
 	// whatever the order of the options.
-	if err := send(mustNew(t, okBase, WithRules(rule), WithMaxWait(0), WithNamespace("reversed"), WithRedis(rdb))); !errors.Is(err, ErrBeyondMaxWait) {
+	if err := send(mustNew(t, okBase, WithRules(rule), WithoutWaiting(), WithNamespace("reversed"), WithRedis(rdb))); !errors.Is(err, ErrBeyondMaxWait) {
 		t.Errorf("second request in namespace reversed: %v, want ErrBeyondMaxWait", err)
 	}
 	keys, err := rdb.Keys(redisCtx(t), "*").Result()
@@ -550,8 +550,8 @@ func TestRedisTransportShared(t *testing.T) {
 
 	t.Run("no wait", func(t *testing.T) {
 		rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
-		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
-		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
+		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithoutWaiting())
+		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithoutWaiting())
 		admitted := 0
 		for i := range 8 {
 			tr := []*Transport{a, b}[i%2]
@@ -664,7 +664,7 @@ func TestRedisSkewedReplicas(t *testing.T) {
 
 	run := func(t *testing.T, ns string, offA, offB time.Duration) (admitted int, waits []time.Duration) {
 		hourly := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
-		opts := []Option{WithRedis(rdb), WithNamespace(ns), WithRules(hourly), WithMaxWait(0)}
+		opts := []Option{WithRedis(rdb), WithNamespace(ns), WithRules(hourly), WithoutWaiting()}
 		a := mustNew(t, nil, append(opts, WithClock(skewedClock{offA}))...)
 		b := mustNew(t, nil, append(opts, WithClock(skewedClock{offB}))...)
 		for i := range 6 {
@@ -977,8 +977,8 @@ func TestRedisTLSAndACL(t *testing.T) {
 	}
 
 	rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 2}}
-	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
-	b := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
+	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithoutWaiting())
+	b := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithoutWaiting())
 	for i, want := range []error{nil, nil, ErrBeyondMaxWait, ErrBeyondMaxWait} {
 		err := roundTrip([]*Transport{a, b}[i%2], newReq(t, ctx, http.MethodGet, "http://example.com/"))
 		if !errors.Is(err, want) && err != want {
