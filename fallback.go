@@ -319,13 +319,11 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []bucket, maxWait ti
 func (f *outageStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
 	timeout := f.callTimeout()
 	if !f.reserveGuard {
-		// bounded's unguarded path, without its closures: this is every
-		// request's path.
-		cctx, cancel := boundContext(ctx, timeout)
-		r, err := f.primary.reserve(cctx, bs, maxWait)
-		err = timedOut(cctx, timeout, err)
-		cancel()
-		return r, err
+		// unguarded, not bounded: its call does not escape, so the
+		// closure costs no allocation on every request's path.
+		return unguarded(ctx, timeout, func(ctx context.Context) (reservation, error) {
+			return f.primary.reserve(ctx, bs, maxWait)
+		})
 	}
 	return bounded(ctx, timeout, true, func(ctx context.Context) (reservation, error) {
 		return f.primary.reserve(ctx, bs, maxWait)
@@ -403,17 +401,25 @@ func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 	return err
 }
 
+// unguarded runs call with ctx bounded by timeout, on the caller's
+// goroutine: the call keeps the bound only if it honours ctx.
+func unguarded[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := boundContext(ctx, timeout)
+	defer cancel()
+	v, err := call(cctx)
+	return v, timedOut(cctx, timeout, err)
+}
+
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
 // on a goroutine of its own and bounded returns at the timeout even if call
 // does not; if call's result arrives after that, abandoned (when not nil)
 // receives it, on that goroutine.
 func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call func(context.Context) (T, error), abandoned func(T)) (T, error) {
+	if !guard {
+		return unguarded(ctx, timeout, call)
+	}
 	cctx, cancel := boundContext(ctx, timeout)
 	defer cancel()
-	if !guard {
-		v, err := call(cctx)
-		return v, timedOut(cctx, timeout, err)
-	}
 	type result struct {
 		v   T
 		err error

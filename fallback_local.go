@@ -222,10 +222,6 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 	return parts, wait, limiter
 }
 
-// waitNever is the wait of a slot no limiter can give (a rate.Reservation
-// that is not OK): longer than any maxWait.
-const waitNever = time.Duration(math.MaxInt64)
-
 // cancelHold gives back the tokens of the waiting booking held under id, if
 // any, as far as rate.Reservation.CancelAt can: tokens booked by later
 // requests stay spent. A second cancel of the same id finds nothing.
