@@ -72,9 +72,9 @@ func (t *Transport) Mode() Mode {
 var errRedisTimeout = errors.New("throttle: redis call timed out")
 
 // outageStore wraps the Redis store: it bounds every call with a short
-// timeout (redisTimeout), and when a call fails or times out it opens its breaker and
-// serves requests in the outage mode (local buckets, fail open or fail
-// closed) until a half-open probe finds Redis answering again. See
+// timeout (redisTimeout), and when a call fails or times out it opens its
+// breaker and serves requests in the outage mode (local buckets, fail open
+// or fail closed) until a half-open probe finds Redis answering again. See
 // docs/OUTAGES.md. It is safe for concurrent use.
 type outageStore struct {
 	primary store

@@ -111,7 +111,7 @@ func WithOnModeChange(fn func(ModeChange)) Option {
 }
 
 // outageSettings is what the outage options set. The zero value means the
-// defaults: newOutageStore fills them in.
+// defaults: withDefaults fills them in.
 type outageSettings struct {
 	timeout  time.Duration
 	mode     Mode
@@ -142,7 +142,7 @@ func redisOutageStore(st redisSettings, c Clock) *outageStore {
 	// A client that applies context deadlines to its sockets keeps the
 	// timeout by itself; any other needs a goroutine per call to keep it.
 	// The Redis store's batcher keeps it for reserve calls with one
-	// goroutine per pipeline, not per call; the other calls (refund, pause,
+	// goroutine per pipeline, not per call; the other calls (cancels, pause,
 	// adapt, and the reserve calls of split requests, which beat and roll
 	// back outside the batcher) keep the outage store's guard.
 	guard := !honoursDeadlines(st.rdb)
@@ -195,8 +195,8 @@ type outageWiring struct {
 	timeout *redisTimeout
 }
 
-// newOutageStore wraps primary (the Redis store) with the outage behaviour
-// set by os.
+// newOutageStore wraps primary (the Redis store, or a test's stand-in)
+// with the outage behaviour set by os.
 func newOutageStore(primary store, os outageSettings, c Clock, w outageWiring) *outageStore {
 	os = os.withDefaults()
 	if w.timeout == nil {

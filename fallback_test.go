@@ -569,7 +569,7 @@ func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 		// Would deadlock if called under the breaker's lock.
 		got <- f.mode()
 	}
-	f = newOutageStore(primary, os, clk, outageWiring{guard: false})
+	f = newOutageStore(primary, os, clk, outageWiring{})
 	if _, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
