@@ -395,6 +395,33 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 			t.Fatalf("after a refund, wait %v, want the refunded 80ms local slot", r.wait)
 		}
 	})
+	t.Run("a copy of the reservation gives both slots back, once", func(t *testing.T) {
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+		a, b := fbBucket("a"), fbBucket("b")
+		h.primary.set(true)
+		h.reserve(t, a, b)
+		h.reserve(t, a, b)
+		h.returnNow()
+		h.reserve(t, a, b)
+		r := h.reserve(t, a, b)
+		c := r
+		if err := c.cancel(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The next request takes the same local and shared slots: a second
+		// cancel of r, from either copy, must not give them away.
+		if r2 := h.reserve(t, a, b); r2.wait != 80*time.Millisecond {
+			t.Fatalf("after the copy's cancel, wait %v, want the 80ms local slot back", r2.wait)
+		}
+		for _, x := range []*reservation{&r, &c} {
+			if err := x.cancel(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r3 := h.reserve(t, a, b); r3.wait != 120*time.Millisecond {
+			t.Fatalf("after second cancels, wait %v, want 120ms (nothing given back again)", r3.wait)
+		}
+	})
 	t.Run("a local wait beyond what the request accepts yields to the shared slot", func(t *testing.T) {
 		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
 		b := fbBucket("a")
