@@ -200,15 +200,20 @@ func (b *scriptBatcher) send(ctx context.Context, c *scriptCall, batch []*script
 	}
 }
 
-// run sends one call alone (reserve_call.lua), again as EVAL if Redis
-// answers NOSCRIPT (it lost its script cache).
+// run sends one call alone (reserve_call.lua).
 func (b *scriptBatcher) run(ctx context.Context, c *scriptCall) {
-	v, err := b.rdb.Do(ctx, c.args...).Result()
+	c.setResult(b.evalsha(ctx, c.args, reserveSrcArg))
+}
+
+// evalsha sends args, an EVALSHA, and again as an EVAL of src if Redis
+// answers NOSCRIPT (it lost its script cache).
+func (b *scriptBatcher) evalsha(ctx context.Context, args []any, src any) (any, error) {
+	v, err := b.rdb.Do(ctx, args...).Result()
 	if isNoScript(err) {
-		c.args[0], c.args[1] = "eval", reserveSrcArg
-		v, err = b.rdb.Do(ctx, c.args...).Result()
+		args[0], args[1] = "eval", src
+		v, err = b.rdb.Do(ctx, args...).Result()
 	}
-	c.setResult(v, err)
+	return v, err
 }
 
 // pipe sends the calls of batch; self, when not nil, is the sender's own
@@ -266,12 +271,7 @@ func (b *scriptBatcher) runGroup(ctx context.Context, g []*scriptCall) {
 		b.run(ctx, g[0])
 		return
 	}
-	args := groupArgs(g)
-	v, err := b.rdb.Do(ctx, args...).Result()
-	if isNoScript(err) {
-		args[0], args[1] = "eval", reserveBatchSrcArg
-		v, err = b.rdb.Do(ctx, args...).Result()
-	}
+	v, err := b.evalsha(ctx, groupArgs(g), reserveBatchSrcArg)
 	setGroupResult(g, v, err)
 }
 
@@ -320,19 +320,19 @@ func groupArgs(g []*scriptCall) []any {
 	}
 	nk, na := 0, 0
 	for _, c := range g {
-		nk += c.nk
-		na += 2 + len(c.args) - 4 - c.nk // its own arguments, after now
+		nk += len(c.keys)
+		na += 2 + len(c.ownArgs())
 	}
 	args := make([]any, 0, 3+nk+2+na)
 	args = append(args, "evalsha", reserveBatchSHA, nk)
 	for _, c := range g {
-		args = append(args, c.args[3:3+c.nk]...)
+		args = append(args, c.keyArgs()...)
 	}
 	// One now serves them all: "" (Redis's TIME) but in tests.
-	args = append(args, g[0].args[3+g[0].nk], len(g))
+	args = append(args, g[0].nowArg(), len(g))
 	for _, c := range g {
-		own := c.args[4+c.nk:]
-		args = append(args, c.nk, len(own))
+		own := c.ownArgs()
+		args = append(args, len(c.keys), len(own))
 		args = append(args, own...)
 	}
 	return args
@@ -398,14 +398,18 @@ func (b *scriptBatcher) deliver(c *scriptCall) {
 // scriptCall is one reserve.lua call: its argument list, pooled so that the
 // hot path allocates none of it (args points into keys and nums), and its
 // place in the batcher.
+//
+// Its args are an EVALSHA of reserve_call.lua, laid out here alone: the
+// caller fills keys, then calls begin with the now argument and add with
+// reserve.lua's own arguments (numbers in nums, by pointer); keyArgs, nowArg
+// and ownArgs read the parts back (groupArgs).
 type scriptCall struct {
 	args []any
 	keys []string
 	nums []int64
 
-	// nk is the number of keys; tag their hash tag, which they share: calls
-	// of one tag can be booked in one script call (reserve_batch.lua).
-	nk  int
+	// tag is the keys' hash tag, which they share: calls of one tag can be
+	// booked in one script call (reserve_batch.lua).
 	tag string
 	// bs and beat are the call's buckets and whether it carries the
 	// heartbeat, for a late reply (redisStore.late).
@@ -419,6 +423,25 @@ type scriptCall struct {
 	reply string
 	err   error
 }
+
+// begin starts c's args: the EVALSHA, its keys (c.keys, by pointer), and
+// now ("" for Redis's TIME, or a *int64 in µs).
+func (c *scriptCall) begin(now any) {
+	c.args = append(c.args[:0], "evalsha", reserveSHA, len(c.keys))
+	for i := range c.keys {
+		c.args = append(c.args, &c.keys[i])
+	}
+	c.args = append(c.args, now)
+}
+
+// add appends arguments after now: reserve.lua's, as its header lists them.
+func (c *scriptCall) add(a ...any) { c.args = append(c.args, a...) }
+
+// keyArgs, nowArg and ownArgs are the parts of c's args that begin and add
+// laid out: the keys, now, and the request's own arguments.
+func (c *scriptCall) keyArgs() []any { return c.args[3 : 3+len(c.keys)] }
+func (c *scriptCall) nowArg() any    { return c.args[3+len(c.keys)] }
+func (c *scriptCall) ownArgs() []any { return c.args[4+len(c.keys):] }
 
 // setResult records a reply from go-redis: a string, or an error.
 func (c *scriptCall) setResult(v any, err error) {
@@ -468,7 +491,7 @@ func putScriptCall(c *scriptCall) {
 	clear(c.args[:cap(c.args)])
 	clear(c.keys)
 	c.args = c.args[:0]
-	c.nk, c.tag = 0, ""
+	c.tag = ""
 	c.bs, c.beat, c.deadline = nil, false, time.Time{}
 	c.reply, c.err = "", nil
 	scriptCalls.Put(c)

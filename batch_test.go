@@ -55,8 +55,7 @@ func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*redisStore
 	opt := srv.Options()
 	opt.ContextTimeoutEnabled = ctxAware
 	rdb := srv.ClientWith(t, opt)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)})
-	s.batch.guard = !ctxAware
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{guard: !ctxAware})
 	dialConns(t, redisCtx(t), rdb)
 	return s, rdb
 }
@@ -210,7 +209,7 @@ func batchTenants(t *testing.T, rdb redis.UniversalClient, g *gate) {
 	ctx := redisCtx(t)
 	h := &pipelineCounter{}
 	rdb.AddHook(h)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t), tagPerKey: true})
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t), tagPerKey: true}, redisWiring{})
 	tenant := func(i int) []bucket {
 		return []bucket{{key: "acct:" + hashKey(string(rune('a'+i))), rule: "acct", interval: time.Hour, burst: 5, cost: 1}}
 	}
@@ -408,7 +407,7 @@ func TestGroupByTag(t *testing.T) {
 	calls := func(tags ...string) []*scriptCall {
 		cs := make([]*scriptCall, len(tags))
 		for i, tag := range tags {
-			cs[i] = &scriptCall{tag: tag, nk: i} // nk tells them apart
+			cs[i] = &scriptCall{tag: tag, keys: make([]string, i)} // the number of keys tells them apart
 		}
 		return cs
 	}
@@ -417,7 +416,7 @@ func TestGroupByTag(t *testing.T) {
 		for _, g := range groups {
 			var ids []int
 			for _, c := range g {
-				ids = append(ids, c.nk)
+				ids = append(ids, len(c.keys))
 			}
 			out = append(out, ids)
 		}
@@ -434,7 +433,7 @@ func TestGroupByTag(t *testing.T) {
 	tags := make([]string, 2*maxBatchRequests+3)
 	big := groupByTag(calls(tags...))
 	if len(big) != 3 || len(big[0]) != maxBatchRequests || len(big[1]) != maxBatchRequests || len(big[2]) != 3 ||
-		big[1][0].nk != maxBatchRequests || big[2][2].nk != 2*maxBatchRequests+2 {
+		len(big[1][0].keys) != maxBatchRequests || len(big[2][2].keys) != 2*maxBatchRequests+2 {
 		t.Errorf("%d calls of one tag: groups of %d, %d, …; want runs of %d in order", len(tags), len(big[0]), len(big[1]), maxBatchRequests)
 	}
 }

@@ -17,13 +17,9 @@ type store interface {
 	// the request departs at the latest of those times. When the wait
 	// would exceed maxWait nothing is booked and the reservation has ok
 	// false and the wait that would have been needed. An error means the
-	// store could not decide; nothing was booked.
+	// store could not decide; nothing was booked. The reservation gives
+	// its booking back itself (reservation.cancel).
 	reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error)
-
-	// refund gives back the slots of r in every bucket where they are still
-	// the last ones booked. A slot with later bookings behind it is not
-	// refunded: the requests behind keep their place in the queue.
-	refund(ctx context.Context, r *reservation) error
 
 	// pause holds every bucket of bs shut for d from the store's now: the
 	// next request departs no earlier, and the bucket refills from empty.
@@ -72,21 +68,26 @@ type bucket struct {
 	sent int64
 }
 
-// reservation is a store's answer to reserve.
+// reservation is a store's answer to reserve. It owns its undo, as
+// golang.org/x/time/rate's Reservation owns its limiter: cancel gives the
+// booking back in whichever store made it, so no store needs to tell from
+// the reservation's shape who made it. A reservation is a value and may be
+// copied: every copy names the same booking (undo is a pointer, or a value
+// naming the booking by an identity of its own, never the address of a
+// slice element), and the booking goes back at most once, whichever copy
+// cancels it and however often.
 type reservation struct {
 	ok      bool
 	wait    time.Duration // until departure when ok; the wait needed when not
 	limiter int           // index in buckets of the bucket that set the wait
 	buckets []bucket
-	// prev and booked are each bucket's TAT before and after the booking,
-	// in the store's own units, so that refund can tell whether its slot is
-	// still the last one. booked[i] is 0 for a deferred bucket: one whose
-	// slot comes longer before the departure than the bucket's lateness
-	// tolerance. It is not booked now, since booking it ahead of time would
-	// either waste its capacity until the departure or let the request
-	// leave later than the bucket counted it; the Transport books it at the
-	// departure, in a second call.
-	prev, booked []int64
+	// deferred holds the indices in buckets of the buckets not booked now,
+	// in order, or nil: those whose slot comes longer before the departure
+	// than the bucket's lateness tolerance. Booking them ahead of time
+	// would either waste their capacity until the departure or let the
+	// request leave later than they counted it; the Transport books them
+	// at the departure, in a second call (see rest).
+	deferred []int
 	// counts holds, for each bucket the store counts (see store.limit), 1
 	// plus the units the fleet reported sent in it so far, this request's
 	// report (bucket.sent) included; 0 for a bucket not counted or
@@ -100,6 +101,35 @@ type reservation struct {
 	// after it (waitQueue.hold). The Redis store reports it; the local
 	// store, whose one process already holds its waiters, does not.
 	held time.Duration
+	// unreported is set when the store took no report of units sent
+	// (bucket.sent) with the booking: the outage store booked it in an
+	// outage mode (local share buckets, or fail open), which keeps no
+	// counts.
+	unreported bool
+	// undo gives the booking back (see cancel); nil when nothing was
+	// booked that could go back.
+	undo undo
+}
+
+// undo gives a booking back. Each store makes its own, holding what it needs
+// to find the booking again. cancel gives back the booking's slot in every
+// bucket where it is still the last one booked: a slot with later bookings
+// behind it stays spent, and the requests behind keep their place in the
+// queue. It does so once: later calls, from any copy of the reservation,
+// do nothing and return nil. An error means the store could not be told;
+// the slots it could not reach stay spent, which errs on the side of the
+// limit.
+type undo interface {
+	cancel(ctx context.Context) error
+}
+
+// cancel gives r's booking back (see undo). It is safe to call on any copy
+// of r, any number of times, and on a reservation that booked nothing.
+func (r *reservation) cancel(ctx context.Context) error {
+	if r.undo == nil {
+		return nil
+	}
+	return r.undo.cancel(ctx)
 }
 
 // count returns the count of bucket i (see counts), or 0.
@@ -110,13 +140,38 @@ func (r *reservation) count(i int) int64 {
 	return 0
 }
 
-// deferred returns the buckets of r not booked yet, or nil.
-func (r *reservation) deferred() []bucket {
-	var rest []bucket
-	for i, b := range r.booked {
-		if b == 0 {
-			rest = append(rest, r.buckets[i])
+// isDeferred reports whether bucket i was deferred (see deferred).
+func (r *reservation) isDeferred(i int) bool {
+	for _, j := range r.deferred {
+		if j == i {
+			return true
 		}
 	}
+	return false
+}
+
+// reported reports whether the store took bucket i's report of units sent
+// (bucket.sent): it did when it booked the bucket now in a store that keeps
+// counts.
+func (r *reservation) reported(i int) bool {
+	return r.ok && !r.unreported && i < len(r.buckets) && !r.isDeferred(i)
+}
+
+// rest returns the buckets of r not booked yet (see deferred), or nil.
+func (r *reservation) rest() []bucket {
+	if len(r.deferred) == 0 {
+		return nil
+	}
+	rest := make([]bucket, len(r.deferred))
+	for j, i := range r.deferred {
+		rest[j] = r.buckets[i]
+	}
 	return rest
+}
+
+// waitError is the error of a reservation that is not ok: the wait it
+// needed exceeds budget, for reason (ErrBeyondDeadline or
+// ErrBeyondMaxWait).
+func (r *reservation) waitError(budget time.Duration, reason error) *WaitError {
+	return &WaitError{Rule: r.buckets[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 }

@@ -65,10 +65,10 @@ func ExampleRule_partition() {
 	defer srv.Close()
 
 	// One request per minute per API key. The keys are hashed: they never
-	// appear raw in memory or in Redis. WithMaxWait(0) rejects instead of
+	// appear raw in memory or in Redis. WithoutWaiting rejects instead of
 	// waiting, to show which requests would have had to wait.
 	client := &http.Client{Transport: throttle.NewTransport(nil,
-		throttle.WithMaxWait(0),
+		throttle.WithoutWaiting(),
 		throttle.WithRules(throttle.Rule{
 			Name:  "per-api-key",
 			Limit: throttle.Limit{Rate: 1, Period: time.Minute, Burst: 1},

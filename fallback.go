@@ -71,20 +71,15 @@ func (t *Transport) Mode() Mode {
 // timeout (see WithRedisTimeout).
 var errRedisTimeout = errors.New("throttle: redis call timed out")
 
-// fallbackStore wraps the Redis store: it bounds every call with a short
-// timeout, and when a call fails or times out it opens its breaker and
-// serves requests in the outage mode (local buckets, fail open or fail
-// closed) until a half-open probe finds Redis answering again. See
+// outageStore wraps the Redis store: it bounds every call with a short
+// timeout (redisTimeout), and when a call fails or times out it opens its
+// breaker and serves requests in the outage mode (local buckets, fail open
+// or fail closed) until a half-open probe finds Redis answering again. See
 // docs/OUTAGES.md. It is safe for concurrent use.
-type fallbackStore struct {
+type outageStore struct {
 	primary store
 	clock   Clock
-	timeout time.Duration
-	// warm is set by the first call Redis answered. Until then calls get
-	// coldTimeout, if longer: the first calls dial, maybe shake hands
-	// (TLS) and load the scripts, and their latency says nothing about
-	// Redis's health.
-	warm atomic.Bool
+	timeout *redisTimeout
 	// guard runs each Redis call on a goroutine of its own, so that the
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
@@ -109,20 +104,33 @@ type fallbackStore struct {
 	assumed     int64   // fleet size assumed before any heartbeat
 }
 
-var _ store = (*fallbackStore)(nil)
+var _ store = (*outageStore)(nil)
 
-func (f *fallbackStore) mode() Mode { return f.brk.mode() }
+func (f *outageStore) mode() Mode { return f.brk.mode() }
 
-// callTimeout returns the bound of the next Redis call.
-func (f *fallbackStore) callTimeout() time.Duration {
-	if f.warm.Load() {
-		return f.timeout
-	}
-	return max(f.timeout, coldTimeout)
+// redisTimeout is the bound of a Transport's Redis calls: WithRedisTimeout's
+// d, or coldTimeout if longer until Redis has answered a call (the first
+// calls dial, maybe shake hands (TLS) and load the scripts, and their
+// latency says nothing about Redis's health). The outage store and the
+// Redis store it wraps share one. It is safe for concurrent use.
+type redisTimeout struct {
+	d    time.Duration
+	warm atomic.Bool // Redis has answered a call
 }
 
+// next returns the bound of the next Redis call.
+func (t *redisTimeout) next() time.Duration {
+	if t.warm.Load() {
+		return t.d
+	}
+	return max(t.d, coldTimeout)
+}
+
+// callTimeout returns the bound of the next Redis call.
+func (f *outageStore) callTimeout() time.Duration { return f.timeout.next() }
+
 // shareNow returns this replica's share of each rule during an outage.
-func (f *fallbackStore) shareNow() float64 {
+func (f *outageStore) shareNow() float64 {
 	if f.share > 0 {
 		return f.share
 	}
@@ -135,19 +143,23 @@ func (f *fallbackStore) shareNow() float64 {
 	return 1 / float64(max(n, 1))
 }
 
-func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (f *outageStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
 	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
 		r, err := f.reserveShared(ctx, bs, maxWait, probe)
 		if err == nil {
-			f.warm.Store(true)
+			f.timeout.warm.Store(true)
 			done := f.clock.Now()
 			if f.brk.success(done, probe) && f.outage == ModeFallback {
 				f.graceUntil.Store(done.Add(returnGrace).UnixNano())
 			}
+			var grace holdID
 			if until := f.graceUntil.Load(); until != 0 {
-				r = f.inGrace(done, until, r, maxWait)
+				r, grace = f.inGrace(done, until, r, maxWait)
+			}
+			if r.ok {
+				r.undo = &sharedBooking{f: f, shared: r.undo, grace: grace}
 			}
 			return r, nil
 		}
@@ -162,7 +174,7 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 	}
 	switch f.outage {
 	case ModeFailOpen:
-		return reservation{ok: true, buckets: bs}, nil
+		return reservation{ok: true, buckets: bs, unreported: true}, nil
 	case ModeFailClosed:
 		return reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 	}
@@ -170,12 +182,64 @@ func (f *fallbackStore) reserve(ctx context.Context, bs []bucket, maxWait time.D
 	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
 		f.outageShare.Store(bits)
 	}
-	return f.local.reserve(now, bs, maxWait, share), nil
+	lb := f.local.reserve(now, bs, maxWait, share)
+	r := reservation{ok: lb.ok, wait: lb.wait, limiter: lb.limiter, buckets: bs, unreported: true}
+	if lb.id != 0 {
+		r.undo = localHold{f, lb.id}
+	}
+	return r, nil
+}
+
+// localHold is the undo of a waiting booking in the outage's local buckets:
+// its name there. A value: copies name the same booking, and cancelHold
+// finds it once.
+type localHold struct {
+	f  *outageStore
+	id holdID
+}
+
+func (h localHold) cancel(context.Context) error {
+	h.f.local.cancelHold(h.f.clock.Now(), h.id)
+	return nil
+}
+
+// sharedBooking is the undo of a reservation the outage store passes on
+// from Redis: it gives back the Redis booking (shared, Redis's own undo)
+// within the call timeout while the breaker is closed, and the local slot
+// the request also booked during a grace period (grace, or 0), while it
+// lasts.
+type sharedBooking struct {
+	f      *outageStore
+	shared undo
+	grace  holdID
+	done   atomic.Bool
+}
+
+func (u *sharedBooking) cancel(ctx context.Context) error {
+	if u.done.Swap(true) {
+		return nil
+	}
+	f := u.f
+	if u.grace != 0 && f.graceUntil.Load() != 0 {
+		f.local.cancelHold(f.clock.Now(), u.grace)
+	}
+	if u.shared == nil || !f.brk.closed() {
+		// The slot is in a Redis that does not answer: it stays spent
+		// there, which errs on the side of the limit.
+		return nil
+	}
+	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, u.shared.cancel(ctx)
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	return err
 }
 
 // graceShare returns the share the grace period runs the local buckets
 // at: the outage's, unless the current one is smaller.
-func (f *fallbackStore) graceShare() float64 {
+func (f *outageStore) graceShare() float64 {
 	share := f.shareNow()
 	if s := math.Float64frombits(f.outageShare.Load()); s > 0 && s < share {
 		return s
@@ -196,22 +260,26 @@ func (f *fallbackStore) graceShare() float64 {
 // local slot yields, see localBuckets.reserveGrace). After the grace
 // period, the next request of each bucket books what its local limiter
 // spent and has not earned back, as on the return, waiting slots
-// included, and drops the limiter.
-func (f *fallbackStore) inGrace(now time.Time, until int64, r reservation, maxWait time.Duration) reservation {
+// included, and drops the limiter. It returns r, and the name of the local
+// booking of a request that waits for it, or 0.
+func (f *outageStore) inGrace(now time.Time, until int64, r reservation, maxWait time.Duration) (reservation, holdID) {
 	if now.UnixNano() >= until {
 		if f.graceUntil.CompareAndSwap(until, 0) {
 			f.local.unsettle(now)
 		}
-		return r
+		return r, 0
 	}
-	if !r.ok || len(r.booked) != len(r.buckets) || len(r.booked) == 0 {
-		return r
+	if !r.ok || len(r.buckets) == 0 {
+		return r, 0
 	}
-	wait, limiter, ok := f.local.reserveGrace(now, r.buckets, r.booked, maxWait, f.graceShare())
-	if ok && wait > r.wait {
-		r.wait, r.limiter = wait, limiter
+	lb := f.local.reserveGrace(now, &r, maxWait, f.graceShare())
+	if lb.ok && lb.wait > r.wait {
+		r.wait, r.limiter = lb.wait, lb.limiter
 	}
-	return r
+	if lb.ok {
+		return r, lb.id
+	}
+	return r, 0
 }
 
 // reserveShared books bs in Redis. The first booking of a bucket after an
@@ -220,7 +288,7 @@ func (f *fallbackStore) inGrace(now time.Time, until int64, r reservation, maxWa
 // then a second one from the shared bucket.
 //
 // A probe's or a grace period's settled limiters stay (see inGrace).
-func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration, probe bool) (reservation, error) {
+func (f *outageStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration, probe bool) (reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
 		withDebt = bs
@@ -233,64 +301,40 @@ func (f *fallbackStore) reserveShared(ctx context.Context, bs []bucket, maxWait 
 	case debts != nil:
 		f.local.settleDebts(debts, probe || f.graceUntil.Load() != 0)
 	}
-	if r.ok || len(bs) == 0 || &withDebt[0] == &bs[0] {
-		r.buckets = bs // the Transport's view; the costs differ only by the debt
-		return r, nil
+	if !r.ok && len(bs) > 0 && &withDebt[0] != &bs[0] {
+		// The debt pushed the wait beyond what the request accepts: the
+		// request must not fail for it, so it is booked alone and the
+		// debt forgotten.
+		if r, err = f.callReserve(ctx, bs, maxWait); err != nil {
+			return reservation{}, err
+		}
 	}
-	// The debt pushed the wait beyond what the request accepts: the request
-	// must not fail for it, so it is booked alone and the debt forgotten.
-	return f.callReserve(ctx, bs, maxWait)
+	r.buckets = bs // the Transport's view; the costs differ only by the debt
+	return r, nil
 }
 
 // callReserve runs one reserve on Redis within the timeout. A reservation
-// that arrives after the caller gave up on it is refunded, so an abandoned
-// call books nothing (unless the refund itself fails).
-func (f *fallbackStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+// that arrives after the caller gave up on it is cancelled, so an abandoned
+// call books nothing (unless the cancel itself fails).
+func (f *outageStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+	timeout := f.callTimeout()
 	if !f.reserveGuard {
-		// bounded without its closures: this is every request's path.
-		timeout := f.callTimeout()
-		cctx, cancel := context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
-		r, err := f.primary.reserve(cctx, bs, maxWait)
-		err = timedOut(cctx, timeout, err)
-		cancel()
-		return r, err
+		// unguarded, not bounded: its call does not escape, so the
+		// closure costs no allocation on every request's path.
+		return unguarded(ctx, timeout, func(ctx context.Context) (reservation, error) {
+			return f.primary.reserve(ctx, bs, maxWait)
+		})
 	}
-	return bounded(ctx, f.callTimeout(), true, func(ctx context.Context) (reservation, error) {
+	return bounded(ctx, timeout, true, func(ctx context.Context) (reservation, error) {
 		return f.primary.reserve(ctx, bs, maxWait)
 	}, func(r reservation) {
-		if r.ok {
-			_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
-				return struct{}{}, f.primary.refund(ctx, &r)
-			}, nil)
-		}
+		_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, r.cancel(ctx)
+		}, nil)
 	})
 }
 
-func (f *fallbackStore) refund(ctx context.Context, r *reservation) error {
-	if len(r.booked) != len(r.buckets) {
-		// Booked locally (or nowhere, in fail-open mode).
-		f.local.refund(f.clock.Now(), r)
-		return nil
-	}
-	if f.graceUntil.Load() != 0 && len(r.booked) > 0 {
-		// Booked in the local buckets too, during the grace period.
-		f.local.refundHeld(f.clock.Now(), &r.booked[0])
-	}
-	if !f.brk.closed() {
-		// The slot is in a Redis that does not answer: it stays spent
-		// there, which errs on the side of the limit.
-		return nil
-	}
-	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f.primary.refund(ctx, r)
-	}, nil)
-	if err != nil && ctx.Err() == nil {
-		f.brk.failure(f.clock.Now(), false, err)
-	}
-	return err
-}
-
-func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+func (f *outageStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
 	if f.brk.closed() {
 		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.pause(ctx, bs, d)
@@ -314,7 +358,7 @@ func (f *fallbackStore) pause(ctx context.Context, bs []bucket, d time.Duration)
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *fallbackStore) limit(ctx context.Context, b bucket, c capSpec) error {
+func (f *outageStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	if !f.brk.closed() {
 		return nil
 	}
@@ -329,7 +373,7 @@ func (f *fallbackStore) limit(ctx context.Context, b bucket, c capSpec) error {
 
 // held asks the shared buckets; during an outage this replica's own
 // pauses (listen) are all it knows, and they hold its waiters already.
-func (f *fallbackStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+func (f *outageStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
 	if !f.brk.closed() {
 		return 0, nil
 	}
@@ -342,8 +386,14 @@ func (f *fallbackStore) held(ctx context.Context, bs []bucket) (time.Duration, e
 	return d, err
 }
 
+// boundContext returns ctx bounded by timeout, its end marked as
+// errRedisTimeout (see timedOut).
+func boundContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
+}
+
 // timedOut marks err as errRedisTimeout when cctx, bounded by timeout
-// (bounded), ended for that reason.
+// (boundContext), ended for that reason.
 func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 	if err != nil && context.Cause(cctx) == errRedisTimeout {
 		return fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
@@ -351,17 +401,25 @@ func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 	return err
 }
 
+// unguarded runs call with ctx bounded by timeout, on the caller's
+// goroutine: the call keeps the bound only if it honours ctx.
+func unguarded[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := boundContext(ctx, timeout)
+	defer cancel()
+	v, err := call(cctx)
+	return v, timedOut(cctx, timeout, err)
+}
+
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
 // on a goroutine of its own and bounded returns at the timeout even if call
 // does not; if call's result arrives after that, abandoned (when not nil)
 // receives it, on that goroutine.
 func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call func(context.Context) (T, error), abandoned func(T)) (T, error) {
-	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
-	defer cancel()
 	if !guard {
-		v, err := call(cctx)
-		return v, timedOut(cctx, timeout, err)
+		return unguarded(ctx, timeout, call)
 	}
+	cctx, cancel := boundContext(ctx, timeout)
+	defer cancel()
 	type result struct {
 		v   T
 		err error

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,11 +22,11 @@ import (
 type localBuckets struct {
 	n atomic.Int64 // len(m), read without the lock on the shared path
 
-	mu        sync.Mutex
-	m         map[string]*localBucket
-	held      map[*int64]heldLocal // waiting reservations, for refunds
-	sweepSize int
-	sweptAt   time.Time
+	mu    sync.Mutex
+	m     map[string]*localBucket
+	held  map[holdID]heldLocal // waiting bookings, for cancels
+	next  holdID               // the last holdID given out
+	sweep sweeper
 	// latest is the latest time any limiter was used at. Callers read the
 	// clock before taking the lock, so their times arrive out of order,
 	// and a rate.Limiter used at an earlier time than before moves its
@@ -47,7 +48,12 @@ type localBucket struct {
 	settled bool
 }
 
-// heldLocal is a reservation that may still be refunded: its parts in the
+// holdID names a waiting booking in localBuckets.held: a sequence number,
+// so that any copy of the reservation holding it finds the booking, and
+// none finds another. 0 names none.
+type holdID uint64
+
+// heldLocal is a booking that may still be cancelled: its parts in the
 // order they were made, and its departure, after which it is forgotten.
 type heldLocal struct {
 	parts  []heldPart
@@ -67,10 +73,9 @@ type debt struct {
 
 func newLocalBuckets(now time.Time) *localBuckets {
 	return &localBuckets{
-		m:         make(map[string]*localBucket),
-		held:      make(map[*int64]heldLocal),
-		sweepSize: sweepMinSize,
-		sweptAt:   now,
+		m:     make(map[string]*localBucket),
+		held:  make(map[holdID]heldLocal),
+		sweep: newSweeper(now.UnixNano()),
 	}
 }
 
@@ -112,74 +117,87 @@ func (l *localBuckets) get(now time.Time, b *bucket, share float64) *localBucket
 	return e
 }
 
+// localBooked is what a booking in the local buckets tells its caller:
+// whether it was made, the longest wait from now with the index of the
+// bucket that set it, and, for a booking that waits (only those can give
+// their slot back), its name in held.
+type localBooked struct {
+	ok      bool
+	wait    time.Duration
+	limiter int
+	id      holdID
+}
+
+// localRequest is a request to book in the local buckets: one slot in each
+// of bs but those at the indices skip (buckets a grace booking deferred),
+// within maxWait, in limiters sized to share. In the grace period (see
+// reserveGrace) a new limiter is settled from the start; in the outage a
+// limiter spends anew, so it is no longer settled.
+type localRequest struct {
+	bs      []bucket
+	skip    []int
+	grace   bool
+	maxWait time.Duration
+	share   float64
+}
+
 // reserve books one slot for a request in the buckets bs, all or nothing,
-// if it can depart within maxWait. The reservation has no prev or booked
-// TATs (that is how refund tells it from a Redis one); when it must wait,
-// prev holds one marker whose address finds it in held.
-func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration, share float64) reservation {
+// if it can depart within maxWait.
+func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration, share float64) localBooked {
+	return l.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share})
+}
+
+// reserveFor books q, all or nothing.
+func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.maybeSweep(now)
-	parts, wait, limiter := l.book(now, bs, nil, share)
-	r := reservation{wait: wait, limiter: limiter, buckets: bs}
-	if wait > maxWait {
+	parts, wait, limiter := l.book(now, q)
+	b := localBooked{wait: wait, limiter: limiter}
+	if wait > q.maxWait {
 		cancelParts(l.at(now), parts)
-		return r
+		return b
 	}
-	r.ok = true
+	b.ok = true
 	if wait > 0 {
-		// Only a request that waits can give its slot back.
-		marker := make([]int64, 1)
-		r.prev = marker
-		l.held[&marker[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
+		l.next++
+		b.id = l.next
+		l.held[b.id] = heldLocal{parts: parts, depart: now.Add(wait)}
 	}
-	return r
+	return b
 }
 
 // reserveGrace books in the local buckets too, during the grace period
-// after a return to the shared bucket, a request the shared bucket has
-// just booked: each bucket whose booked TAT is not 0 (a deferred one is
-// booked in its own call later). It returns the wait the local buckets
-// impose and the index of the bucket that set it. If that wait exceeds
-// maxWait, nothing is booked locally and ok is false: the request then
-// departs at its shared slot, since it must not fail because of the
-// return. A waiting booking is held under &booked[0], for refundHeld.
+// after a return to the shared bucket, the request r the shared bucket has
+// just booked: each of its buckets but the deferred ones (booked in their
+// own call later). It returns the wait the local buckets impose and the
+// index of the bucket that set it. If that wait exceeds maxWait, nothing is
+// booked locally and ok is false: the request then departs at its shared
+// slot, since it must not fail because of the return. A waiting booking is
+// held under the returned id, for cancelHold.
 //
 // Limiters made here are settled at once: what they spend is booked in
 // Redis as well, so it is owed nothing.
-func (l *localBuckets) reserveGrace(now time.Time, bs []bucket, booked []int64, maxWait time.Duration, share float64) (wait time.Duration, limiter int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.maybeSweep(now)
-	parts, wait, limiter := l.book(now, bs, booked, share)
-	if wait > maxWait {
-		cancelParts(l.at(now), parts)
-		return wait, limiter, false
-	}
-	if wait > 0 {
-		l.held[&booked[0]] = heldLocal{parts: parts, depart: now.Add(wait)}
-	}
-	return wait, limiter, true
+func (l *localBuckets) reserveGrace(now time.Time, r *reservation, maxWait time.Duration, share float64) localBooked {
+	return l.reserveFor(now, localRequest{bs: r.buckets, skip: r.deferred, grace: true, maxWait: maxWait, share: share})
 }
 
-// book reserves one slot in each bucket of bs, or, with booked non-nil
-// (the grace period), in each whose booked TAT is not 0, and returns the
-// parts made and the longest wait from now, with its bucket's index. In
-// the outage (booked nil) a limiter spends anew, so it is no longer
-// settled; in the grace period a new limiter is settled from the start.
-// l.mu must be held.
-func (l *localBuckets) book(now time.Time, bs []bucket, booked []int64, share float64) ([]heldPart, time.Duration, int) {
+// book reserves one slot in each bucket of q.bs but those at the indices
+// q.skip, and returns the parts made and the longest wait from now, with
+// its bucket's index. l.mu must be held.
+func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Duration, int) {
+	bs, share := q.bs, q.share
 	parts := make([]heldPart, 0, len(bs))
 	var wait time.Duration
 	limiter := 0
 	for i := range bs {
-		if booked != nil && booked[i] == 0 {
+		if slices.Contains(q.skip, i) {
 			continue
 		}
 		_, known := l.m[bs[i].key]
 		e := l.get(now, &bs[i], share)
 		switch {
-		case booked == nil:
+		case !q.grace:
 			e.settled = false
 		case !known:
 			e.settled = true
@@ -190,7 +208,7 @@ func (l *localBuckets) book(now time.Time, bs []bucket, booked []int64, share fl
 		for left := bs[i].cost; left > 0; {
 			n := min(left, int64(e.lim.Burst()))
 			r := e.lim.ReserveN(at, int(n))
-			d := time.Duration(math.MaxInt64)
+			d := waitNever
 			if r.OK() {
 				parts = append(parts, heldPart{r, at})
 				d = r.DelayFrom(now)
@@ -204,27 +222,17 @@ func (l *localBuckets) book(now time.Time, bs []bucket, booked []int64, share fl
 	return parts, wait, limiter
 }
 
-// refund gives back the tokens of a waiting local reservation, as far as
-// rate.Reservation.CancelAt can: tokens booked by later requests stay
-// spent.
-func (l *localBuckets) refund(now time.Time, r *reservation) {
-	if len(r.prev) != 1 {
-		return
-	}
-	l.refundHeld(now, &r.prev[0])
-}
-
-// refundHeld gives back the tokens of the waiting booking held under key
-// (a local reservation's marker, or a grace booking's &booked[0]), if
-// any.
-func (l *localBuckets) refundHeld(now time.Time, key *int64) {
+// cancelHold gives back the tokens of the waiting booking held under id, if
+// any, as far as rate.Reservation.CancelAt can: tokens booked by later
+// requests stay spent. A second cancel of the same id finds nothing.
+func (l *localBuckets) cancelHold(now time.Time, id holdID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h, ok := l.held[key]
+	h, ok := l.held[id]
 	if !ok {
 		return
 	}
-	delete(l.held, key)
+	delete(l.held, id)
 	cancelParts(l.at(now), h.parts)
 }
 
@@ -349,8 +357,7 @@ func (l *localBuckets) releaseDebts(debts []debt) {
 // held reservations whose departure has passed, when the map has doubled
 // or a sweep is due. l.mu must be held.
 func (l *localBuckets) maybeSweep(now time.Time) {
-	size := len(l.m) + len(l.held)
-	if size < l.sweepSize && (now.Sub(l.sweptAt) < sweepEvery || size == 0) {
+	if !l.sweep.due(len(l.m)+len(l.held), now.UnixNano()) {
 		return
 	}
 	for k, e := range l.m {
@@ -368,14 +375,13 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 	for k, e := range l.m {
 		m[k] = e
 	}
-	held := make(map[*int64]heldLocal, len(l.held))
+	held := make(map[holdID]heldLocal, len(l.held))
 	for k, h := range l.held {
 		held[k] = h
 	}
 	l.m, l.held = m, held
 	l.n.Store(int64(len(l.m)))
-	l.sweepSize = max(2*(len(m)+len(held)), sweepMinSize)
-	l.sweptAt = now
+	l.sweep.swept(len(m)+len(held), now.UnixNano())
 }
 
 // len returns the number of limiters and held reservations, for tests.

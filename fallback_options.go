@@ -111,7 +111,7 @@ func WithOnModeChange(fn func(ModeChange)) Option {
 }
 
 // outageSettings is what the outage options set. The zero value means the
-// defaults: newOutageStore fills them in.
+// defaults: withDefaults fills them in.
 type outageSettings struct {
 	timeout  time.Duration
 	mode     Mode
@@ -123,28 +123,47 @@ func defaultOutageSettings() outageSettings {
 	return outageSettings{timeout: DefaultRedisTimeout, mode: ModeFallback}
 }
 
-// newOutageStore wraps the Redis store rs in the fallbackStore configured
-// by os, and gives rs the heartbeat whose count sizes the fallback. It is
-// the store of every Transport given WithRedis.
-func newOutageStore(rs *redisStore, os outageSettings, c Clock) *fallbackStore {
+// newRedisOutageStore returns the store of a Transport given WithRedis: the
+// Redis store, with this replica's heartbeat (whose count sizes the
+// fallback), wrapped in the outage store that bounds its calls and takes
+// over while Redis is unreachable (docs/OUTAGES.md). It checks first that
+// the Redis store can run cfg's rules.
+func newRedisOutageStore(cfg *config) (store, error) {
+	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
+		return nil, err
+	}
+	return redisOutageStore(cfg.redis, cfg.clock), nil
+}
+
+// redisOutageStore builds the outage store over a new Redis store set by st.
+func redisOutageStore(st redisSettings, c Clock) *outageStore {
+	os := st.outage.withDefaults()
+	timeout := &redisTimeout{d: os.timeout}
+	// A client that applies context deadlines to its sockets keeps the
+	// timeout by itself; any other needs a goroutine per call to keep it.
+	// The Redis store's batcher keeps it for reserve calls with one
+	// goroutine per pipeline, not per call; the other calls (cancels, pause,
+	// adapt, and the reserve calls of split requests, which beat and roll
+	// back outside the batcher) keep the outage store's guard.
+	guard := !honoursDeadlines(st.rdb)
+	rs := newRedisStore(st, redisWiring{beat: c, timeout: timeout, guard: guard})
+	return newOutageStore(rs, os, c, outageWiring{
+		fleet:       rs.hb.size,
+		guard:       guard,
+		reserveKept: !rs.split,
+		timeout:     timeout,
+	})
+}
+
+// withDefaults fills in the defaults of the settings left zero.
+func (os outageSettings) withDefaults() outageSettings {
 	if os.timeout <= 0 {
 		os.timeout = DefaultRedisTimeout
 	}
 	if os.mode == ModeLocal {
 		os.mode = ModeFallback
 	}
-	rs.hb = newHeartbeat(rs.prefix, c)
-	// A client that applies context deadlines to its sockets keeps the
-	// timeout by itself; any other needs a goroutine per call to keep it.
-	// The Redis store's batcher keeps it for reserve calls with one
-	// goroutine per pipeline, not per call; the other calls (refund, pause,
-	// adapt, and the reserve calls of split requests, which beat and roll
-	// back outside the batcher) keep the fallback store's guard.
-	guard := !honoursDeadlines(rs.rdb)
-	rs.batch.guard = guard
-	f := newFallbackStore(rs, os, c, rs.hb.size, guard)
-	f.reserveGuard = guard && rs.split
-	return f
+	return os
 }
 
 // honoursDeadlines reports whether rdb applies context deadlines to its
@@ -160,23 +179,40 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 	return false
 }
 
-// newFallbackStore wraps primary (the Redis store) with the outage
-// behaviour set by os. fleet returns the live replicas counted by the
-// heartbeat (0 before the first); guard says whether each Redis call needs a
-// goroutine to keep its timeout (the client ignores context deadlines).
-func newFallbackStore(primary store, os outageSettings, c Clock, fleet func() int64, guard bool) *fallbackStore {
+// outageWiring is what an outage store learns from the store it wraps.
+type outageWiring struct {
+	// fleet returns the live replicas counted by the heartbeat (0 before
+	// the first); nil when there is none.
+	fleet func() int64
+	// guard says whether each Redis call needs a goroutine to keep its
+	// timeout (the client ignores context deadlines); reserveKept, that
+	// the primary keeps its reserve calls within their context's deadline
+	// by itself whatever the client (the Redis store's batcher, unless
+	// requests split), so they need none.
+	guard, reserveKept bool
+	// timeout is the bound of the calls, shared with the primary; nil
+	// means a new one from the settings.
+	timeout *redisTimeout
+}
+
+// newOutageStore wraps primary (the Redis store, or a test's stand-in)
+// with the outage behaviour set by os.
+func newOutageStore(primary store, os outageSettings, c Clock, w outageWiring) *outageStore {
+	os = os.withDefaults()
+	if w.timeout == nil {
+		w.timeout = &redisTimeout{d: os.timeout}
+	}
 	n := &notifier{fn: os.onChange}
-	return &fallbackStore{
-		primary: primary,
-		clock:   c,
-		timeout: os.timeout,
-		guard:   guard,
-		// Unless the primary keeps the timeout itself (newOutageStore).
-		reserveGuard: guard,
+	return &outageStore{
+		primary:      primary,
+		clock:        c,
+		timeout:      w.timeout,
+		guard:        w.guard,
+		reserveGuard: w.guard && !w.reserveKept,
 		outage:       os.mode,
 		brk:          newBreaker(probeEvery, os.mode, n),
 		local:        newLocalBuckets(c.Now()),
-		fleet:        fleet,
+		fleet:        w.fleet,
 		share:        os.share,
 		assumed:      DefaultFleetSize,
 	}

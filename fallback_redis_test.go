@@ -111,7 +111,7 @@ func TestOutageKillAndRestart(t *testing.T) {
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		settled := true
 		for _, tr := range trs {
-			settled = settled && tr.Mode() == ModeShared && tr.store.(*fallbackStore).fleet() == replicas
+			settled = settled && tr.Mode() == ModeShared && tr.store.(*outageStore).fleet() == replicas
 		}
 		if settled {
 			break
@@ -195,7 +195,7 @@ type storeWaits struct {
 
 // storeWaitsFor runs reserves on f for d, one at a time, and measures how
 // long each spent in the store against bound.
-func storeWaitsFor(t *testing.T, f *fallbackStore, d, bound time.Duration) storeWaits {
+func storeWaitsFor(t *testing.T, f *outageStore, d, bound time.Duration) storeWaits {
 	t.Helper()
 	stalls := watchStalls(t)
 	defer stalls.stop()
@@ -312,7 +312,7 @@ func TestOutageStallAndLatency(t *testing.T) {
 			tr := mustNew(t, http.DefaultTransport, WithRedis(rdb), WithNamespace(testNamespace(t)),
 				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 1000}}),
 				WithRedisTimeout(timeout))
-			f := tr.store.(*fallbackStore)
+			f := tr.store.(*outageStore)
 			if f.guard == tc.ctxAware {
 				t.Fatalf("guard = %v for ContextTimeoutEnabled = %v", f.guard, tc.ctxAware)
 			}
@@ -349,7 +349,7 @@ func TestOutageStallAndLatency(t *testing.T) {
 }
 
 // waitMode drives reserves until f reaches mode m, for up to 5 s.
-func waitMode(t *testing.T, f *fallbackStore, m Mode) {
+func waitMode(t *testing.T, f *outageStore, m Mode) {
 	t.Helper()
 	b := []bucket{{key: "wait", rule: "wait", interval: time.Millisecond, burst: 1000, cost: 1}}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -440,15 +440,15 @@ func TestOutageOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := tr.store.(*fallbackStore)
-	if f.timeout != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
+	f := tr.store.(*outageStore)
+	if f.timeout.d != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
 		t.Fatalf("store %+v", f)
 	}
 }
 
 // BenchmarkRedisFallback measures one reserve through the store every
 // Transport given WithRedis uses: the Redis store (with its heartbeat)
-// inside the fallback store, whose timeout costs a context per call and,
+// inside the outage store, whose timeout costs a context per call and,
 // for a client that ignores context deadlines, a goroutine. Compare with
 // BenchmarkRedis/store-reserve, the Redis store alone:
 //
@@ -466,8 +466,7 @@ func BenchmarkRedisFallback(b *testing.B) {
 		opt := srv.Options()
 		opt.ContextTimeoutEnabled = tc.ctxAware
 		rdb := srv.ClientWith(b, opt)
-		f := newOutageStore(newRedisStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name}),
-			outageSettings{timeout: time.Second}, systemClock{})
+		f := redisOutageStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name, outage: outageSettings{timeout: time.Second}}, systemClock{})
 		ctx := context.Background()
 		if _, err := f.reserve(ctx, bs, time.Second); err != nil { // load the script
 			b.Fatal(err)

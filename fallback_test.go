@@ -67,13 +67,6 @@ func (s *flakyStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	return s.inner.reserve(ctx, bs, maxWait)
 }
 
-func (s *flakyStore) refund(ctx context.Context, r *reservation) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	return s.inner.refund(ctx, r)
-}
-
 func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
 	if err := s.wait(ctx); err != nil {
 		return err
@@ -117,7 +110,7 @@ func fbBucket(key string) bucket {
 type fbHarness struct {
 	clk     *fakeclock.Clock
 	primary *flakyStore
-	f       *fallbackStore
+	f       *outageStore
 	changes chan ModeChange
 }
 
@@ -126,7 +119,7 @@ func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarnes
 	h := &fbHarness{clk: fakeclock.New(fbEpoch), changes: make(chan ModeChange, 16)}
 	h.primary = &flakyStore{inner: newLocalStore(h.clk)}
 	os.onChange = func(c ModeChange) { h.changes <- c }
-	h.f = newFallbackStore(h.primary, os, h.clk, fleet, false)
+	h.f = newOutageStore(h.primary, os, h.clk, outageWiring{fleet: fleet})
 	return h
 }
 
@@ -395,11 +388,38 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		if r.wait != 80*time.Millisecond {
 			t.Fatalf("wait %v, want 80ms (the second local slot past the burst at 25/s)", r.wait)
 		}
-		if err := h.f.refund(context.Background(), &r); err != nil {
+		if err := r.cancel(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if r := h.reserve(t, a, b); r.wait != 80*time.Millisecond {
 			t.Fatalf("after a refund, wait %v, want the refunded 80ms local slot", r.wait)
+		}
+	})
+	t.Run("a copy of the reservation gives both slots back, once", func(t *testing.T) {
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+		a, b := fbBucket("a"), fbBucket("b")
+		h.primary.set(true)
+		h.reserve(t, a, b)
+		h.reserve(t, a, b)
+		h.returnNow()
+		h.reserve(t, a, b)
+		r := h.reserve(t, a, b)
+		c := r
+		if err := c.cancel(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The next request takes the same local and shared slots: a second
+		// cancel of r, from either copy, must not give them away.
+		if r2 := h.reserve(t, a, b); r2.wait != 80*time.Millisecond {
+			t.Fatalf("after the copy's cancel, wait %v, want the 80ms local slot back", r2.wait)
+		}
+		for _, x := range []*reservation{&r, &c} {
+			if err := x.cancel(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r3 := h.reserve(t, a, b); r3.wait != 120*time.Millisecond {
+			t.Fatalf("after second cancels, wait %v, want 120ms (nothing given back again)", r3.wait)
 		}
 	})
 	t.Run("a local wait beyond what the request accepts yields to the shared slot", func(t *testing.T) {
@@ -443,7 +463,7 @@ func TestFallbackLocalRefundAndPause(t *testing.T) {
 	if r.wait != 10*time.Millisecond {
 		t.Fatalf("wait = %v, want 10ms", r.wait)
 	}
-	if err := h.f.refund(context.Background(), &r); err != nil {
+	if err := r.cancel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r2 := h.reserve(t, b); r2.wait != 10*time.Millisecond {
@@ -527,7 +547,7 @@ func TestFallbackTimeout(t *testing.T) {
 			primary := &flakyStore{inner: newLocalStore(clk), ignoreCtx: tc.ignoreCtx}
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
-			f := newFallbackStore(primary, os, clk, nil, tc.guard)
+			f := newOutageStore(primary, os, clk, outageWiring{guard: tc.guard})
 			if f.callTimeout() != coldTimeout {
 				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), coldTimeout)
 			}
@@ -570,13 +590,13 @@ func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
 	primary := &flakyStore{inner: newLocalStore(clk), failing: true}
 	got := make(chan Mode, 1)
-	var f *fallbackStore
+	var f *outageStore
 	os := defaultOutageSettings()
 	os.onChange = func(c ModeChange) {
 		// Would deadlock if called under the breaker's lock.
 		got <- f.mode()
 	}
-	f = newFallbackStore(primary, os, clk, nil, false)
+	f = newOutageStore(primary, os, clk, outageWiring{})
 	if _, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour); err != nil {
 		t.Fatal(err)
 	}

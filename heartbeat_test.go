@@ -154,9 +154,9 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live := func(tr *Transport) int64 { return tr.store.(*fallbackStore).fleet() }
+	live := func(tr *Transport) int64 { return tr.store.(*outageStore).fleet() }
 	counted := func(tr *Transport) int64 {
-		return tr.store.(*fallbackStore).primary.(*redisStore).hb.live.Load()
+		return tr.store.(*outageStore).primary.(*redisStore).hb.live.Load()
 	}
 
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {

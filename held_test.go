@@ -19,8 +19,8 @@ func TestRedisHeldReported(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
 	ns := testNamespace(t)
-	a := newRedisStore(redisSettings{rdb: rdb, namespace: ns})
-	b := newRedisStore(redisSettings{rdb: rdb, namespace: ns})
+	a := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
+	b := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
 	one := []bucket{{key: "g", rule: "g", interval: time.Millisecond, burst: 5, cost: 1}}
 	two := []bucket{one[0], {key: "e", rule: "e", interval: time.Millisecond, burst: 5, cost: 1}}
 
@@ -49,7 +49,7 @@ func TestRedisHeldReported(t *testing.T) {
 	check("one bucket, rejected", one, 0)
 	check("two buckets, one paused", two, time.Second)
 	// A refund and a cap keep the hold in the bucket, and hold.lua reads it.
-	if err := b.refund(ctx, &r); err != nil {
+	if err := r.cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.limit(ctx, one[0], capSpec{rate: 5, span: time.Second}); err != nil {

@@ -101,6 +101,11 @@ func (b *LeakyBucket) AllowN(now time.Time, n int) bool {
 	return ok
 }
 
+// waitNever is the wait of a slot no bucket can give (a cost above the
+// burst; a rate.Reservation that is not OK in the outage's local buckets):
+// longer than any maxWait.
+const waitNever = time.Duration(math.MaxInt64)
+
 // ReserveN books a slot for a request of cost n at time now if the request
 // can depart within maxWait, and returns the wait until its slot. When the
 // wait exceeds maxWait, or n exceeds the burst, nothing is booked, ok is
@@ -109,7 +114,7 @@ func (b *LeakyBucket) AllowN(now time.Time, n int) bool {
 func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wait time.Duration, ok bool) {
 	cost := max(int64(n), 1)
 	if cost > b.burst {
-		return math.MaxInt64, false
+		return waitNever, false
 	}
 	t := now.UnixNano()
 	iv := int64(b.interval)

@@ -74,10 +74,23 @@ func WithRules(rules ...Rule) Option {
 // WithMaxWait bounds the wait for a slot. A request whose slot lies further
 // ahead fails at once with a [*WaitError] wrapping [ErrBeyondMaxWait], and
 // books nothing. The request's context deadline, when earlier, bounds the
-// wait too. If d ≤ 0, no request waits: a request either goes at once or
-// fails. The default is [DefaultMaxWait].
+// wait too. If d ≤ 0, [DefaultMaxWait] applies, as for every duration
+// option of this package; [WithoutWaiting] makes requests never wait.
 func WithMaxWait(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.maxWait = max(d, 0) })
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			d = DefaultMaxWait
+		}
+		c.maxWait = d
+	})
+}
+
+// WithoutWaiting makes no request wait for its slot: a request either goes
+// at once or fails with a [*WaitError] wrapping [ErrBeyondMaxWait], booking
+// nothing. It replaces any [WithMaxWait] before it, and a later WithMaxWait
+// replaces it.
+func WithoutWaiting() Option {
+	return optionFunc(func(c *config) { c.maxWait = 0 })
 }
 
 // WithMaxQueue bounds how many requests of this process may wait in one

@@ -139,14 +139,18 @@ func (q *waitQueue) leave(bs []bucket) {
 	}
 }
 
+// anyLateness is depart's tolerance for a waiter that leaves on its slot
+// however late it wakes (a request's last attempt).
+const anyLateness time.Duration = -1
+
 // depart sleeps until the waiter's slot, wait from now, then until it is
 // paced behind the waiter that left before it, and marks its departure. The
 // caller must have entered bs. If tolerance ≥ 0 and the waiter wakes more
 // than tolerance after its slot, it returns errLate without departing; it
 // does too if a pause of one of bs (hold) ends more than tolerance after
 // the slot, which was therefore booked before the pause: Transport.acquire
-// books it again, after the pause. A waiter with tolerance < 0 (the last
-// attempt) leaves on its slot whatever happened.
+// books it again, after the pause. A waiter with tolerance anyLateness
+// (or any other below 0) leaves on its slot whatever happened.
 func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tolerance time.Duration) error {
 	slot := c.Now().Add(wait)
 	if err := sleep(ctx, c, wait); err != nil {

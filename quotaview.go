@@ -242,7 +242,7 @@ const reportDelayWeight = 0.1
 // booked, the deferred ones otherwise.
 func (v *quotaViews) untake(bs []bucket, r *reservation, now int64) {
 	for i := range bs {
-		if bs[i].sent > 0 && (r == nil || !r.ok || i >= len(r.booked) || r.booked[i] == 0) {
+		if bs[i].sent > 0 && (r == nil || !r.reported(i)) {
 			v.report(&bs[i], bs[i].sent, now)
 		}
 		bs[i].sent = 0

@@ -74,7 +74,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	rdb := srv.ClientWith(b, opt)
 	ctx := context.Background()
 
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "bench"})
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: "bench"}, redisWiring{})
 	bs := []bucket{{key: "bench-rule", rule: "bench-rule", interval: time.Microsecond, burst: 1 << 20, cost: 1}}
 
 	limiter := redis_rate.NewLimiter(rdb)

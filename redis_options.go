@@ -86,13 +86,3 @@ type redisSettings struct {
 	// outage is what the outage options set (fallback_options.go).
 	outage outageSettings
 }
-
-// newSharedStore returns the store of a Transport given WithRedis: the
-// Redis store, wrapped in the fallback store that bounds its calls and
-// takes over while Redis is unreachable (docs/OUTAGES.md).
-func newSharedStore(cfg *config) (store, error) {
-	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
-		return nil, err
-	}
-	return newOutageStore(newRedisStore(cfg.redis), cfg.redis.outage, cfg.clock), nil
-}

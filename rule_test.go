@@ -161,7 +161,7 @@ func TestPartition(t *testing.T) {
 	clk := fakeclock.New(epoch)
 	r := hourRule("per-key", 1)
 	r.Key = KeyHeader("x-api-key")
-	tr := mustNew(t, okBase, WithClock(clk), WithMaxWait(0), WithRules(r))
+	tr := mustNew(t, okBase, WithClock(clk), WithoutWaiting(), WithRules(r))
 	send := func(key string) error {
 		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/", "X-Api-Key", key))
 	}
@@ -187,7 +187,7 @@ func TestPartition(t *testing.T) {
 	t.Run("KeyHost", func(t *testing.T) {
 		r := hourRule("per-host", 1)
 		r.Key = KeyHost()
-		tr := mustNew(t, okBase, WithClock(clk), WithMaxWait(0), WithRules(r))
+		tr := mustNew(t, okBase, WithClock(clk), WithoutWaiting(), WithRules(r))
 		for _, url := range []string{"http://a.example/", "http://B.example/"} {
 			if err := roundTrip(tr, newReq(t, context.Background(), "GET", url)); err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func TestCost(t *testing.T) {
 	clk := fakeclock.New(epoch)
 	r := Rule{Name: "weighted", Limit: Limit{Rate: 10, Period: time.Second, Burst: 5}}
 	r.Cost = func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("Cost")); return n }
-	tr := mustNew(t, okBase, WithClock(clk), WithHeadroom(0), WithMaxWait(0), WithRules(r))
+	tr := mustNew(t, okBase, WithClock(clk), WithHeadroom(0), WithoutWaiting(), WithRules(r))
 	send := func(cost int) error {
 		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/", "Cost", strconv.Itoa(cost)))
 	}
@@ -250,7 +250,7 @@ func TestSeveralRulesAllOrNothing(t *testing.T) {
 		sent = append(sent, r.URL.Path)
 		return okBase(r)
 	})
-	tr := mustNew(t, base, WithClock(clk), WithMaxWait(0), WithRules(wide, narrow))
+	tr := mustNew(t, base, WithClock(clk), WithoutWaiting(), WithRules(wide, narrow))
 	store := localOf(t, tr)
 	send := func(path string) error {
 		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x"+path))

@@ -16,26 +16,45 @@ const (
 	sweepMinSize = 1024
 )
 
+// sweeper is that sweep policy, for a map of idle entries; times are Unix
+// nanoseconds. The local store and the outage store's local buckets share
+// it.
+type sweeper struct {
+	size int   // sweep when the map reaches this size
+	at   int64 // time of the last sweep
+}
+
+func newSweeper(now int64) sweeper { return sweeper{size: sweepMinSize, at: now} }
+
+// due reports whether a map of n entries is due a sweep at now.
+func (w *sweeper) due(n int, now int64) bool {
+	return n >= w.size || (n > 0 && now-w.at >= int64(sweepEvery))
+}
+
+// swept records a sweep at now that left live entries.
+func (w *sweeper) swept(live int, now int64) {
+	w.size = max(2*live, sweepMinSize)
+	w.at = now
+}
+
 // localStore keeps buckets in this process, guarded by one mutex.
 type localStore struct {
 	clock Clock
 
-	mu        sync.Mutex
-	tats      map[string]int64 // bucket key → TAT, Unix nanoseconds
-	caps      map[string]rateCap
-	counts    map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
-	sweepSize int              // sweep when the map reaches this size
-	sweptAt   int64            // time of the last sweep
+	mu     sync.Mutex
+	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
+	caps   map[string]rateCap
+	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
+	sweep  sweeper
 }
 
 func newLocalStore(c Clock) *localStore {
 	return &localStore{
-		clock:     c,
-		tats:      make(map[string]int64),
-		caps:      make(map[string]rateCap),
-		counts:    make(map[string]int64),
-		sweepSize: sweepMinSize,
-		sweptAt:   c.Now().UnixNano(),
+		clock:  c,
+		tats:   make(map[string]int64),
+		caps:   make(map[string]rateCap),
+		counts: make(map[string]int64),
+		sweep:  newSweeper(c.Now().UnixNano()),
 	}
 }
 
@@ -63,8 +82,8 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 		return r, nil
 	}
 	r.ok = true
-	r.prev = make([]int64, len(bs))
-	r.booked = make([]int64, len(bs))
+	u := newLocalBooking(s, bs)
+	r.undo = u
 	if len(s.caps) > 0 {
 		r.counts = make([]int64, len(bs))
 	}
@@ -73,11 +92,12 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 		iv := s.intervalLocked(b, now)
 		at := gcraAllowAt(prev, now, iv, b.burst, b.cost)
 		if depart-at > int64(b.lateness) {
+			r.deferred = append(r.deferred, i)
 			continue
 		}
-		r.prev[i] = prev
-		r.booked[i] = gcraBook(prev, at, iv, b.cost)
-		s.tats[b.key] = r.booked[i]
+		u.prev[i] = prev
+		u.booked[i] = gcraBook(prev, at, iv, b.cost)
+		s.tats[b.key] = u.booked[i]
 		if r.counts != nil && s.cappedLocked(b.key, now) {
 			s.counts[b.key] += b.sent
 			r.counts[i] = s.counts[b.key]
@@ -112,12 +132,43 @@ func (s *localStore) limit(_ context.Context, b bucket, c capSpec) error {
 // held is always 0: in one process, listen holds the waiters itself.
 func (s *localStore) held(context.Context, []bucket) (time.Duration, error) { return 0, nil }
 
-func (s *localStore) refund(_ context.Context, r *reservation) error {
+// localBooking is the undo of a localStore reservation: each bucket's TAT
+// before and after the booking, so that cancel can tell whether its slot is
+// still the last one.
+type localBooking struct {
+	s       *localStore
+	buckets []bucket
+	// prev and booked are indexed as buckets; booked[i] is 0 for a bucket
+	// not booked (deferred): a booked TAT is always after the epoch.
+	prev, booked []int64
+	done         bool // cancelled; guarded by s.mu
+	// one holds prev and booked of a one-bucket booking, the common case,
+	// so that it costs one allocation.
+	one [2]int64
+}
+
+func newLocalBooking(s *localStore, bs []bucket) *localBooking {
+	u := &localBooking{s: s, buckets: bs}
+	if len(bs) == 1 {
+		u.prev, u.booked = u.one[:1:1], u.one[1:2:2]
+	} else {
+		tats := make([]int64, 2*len(bs))
+		u.prev, u.booked = tats[:len(bs):len(bs)], tats[len(bs):]
+	}
+	return u
+}
+
+func (u *localBooking) cancel(context.Context) error {
+	s := u.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, b := range r.buckets {
-		if tat, ok := s.tats[b.key]; ok && r.booked[i] != 0 && tat == r.booked[i] {
-			s.tats[b.key] = r.prev[i]
+	if u.done {
+		return nil
+	}
+	u.done = true
+	for i, b := range u.buckets {
+		if tat, ok := s.tats[b.key]; ok && u.booked[i] != 0 && tat == u.booked[i] {
+			s.tats[b.key] = u.prev[i]
 		}
 	}
 	return nil
@@ -150,7 +201,7 @@ func (s *localStore) intervalLocked(b bucket, now int64) int64 {
 // maybeSweep drops idle buckets when the map has doubled or a sweep is due.
 // s.mu must be held.
 func (s *localStore) maybeSweep(now int64) {
-	if len(s.tats) < s.sweepSize && (now-s.sweptAt < int64(sweepEvery) || len(s.tats) == 0) {
+	if !s.sweep.due(len(s.tats), now) {
 		return
 	}
 	live := make(map[string]int64)
@@ -168,8 +219,7 @@ func (s *localStore) maybeSweep(now int64) {
 		}
 	}
 	s.caps, s.counts = caps, counts
-	s.sweepSize = max(2*len(live), sweepMinSize)
-	s.sweptAt = now
+	s.sweep.swept(len(live), now)
 }
 
 // len returns the number of buckets held, for tests.

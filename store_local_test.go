@@ -59,14 +59,14 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		if !r.ok || r.wait != 30 {
 			t.Fatalf("got %+v; want ok after 30ns", r)
 		}
-		if rest := r.deferred(); len(rest) != 1 || rest[0].key != "fast" {
+		if rest := r.rest(); len(rest) != 1 || rest[0].key != "fast" {
 			t.Fatalf("deferred %v, want the fast bucket", rest)
 		}
 		if got, want := s.tat("fast"), t0+10; got != want {
 			t.Fatalf("fast TAT now%+d, want it untouched at now%+d", got-t0, want-t0)
 		}
 		// Refunding the reservation leaves the deferred bucket alone.
-		if err := s.refund(ctx, &r); err != nil {
+		if err := r.cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := s.tat("fast"), t0+10; got != want {
@@ -122,7 +122,7 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		mustReserve(t, s, bs, 0)
 		before := s.snapshot()
 		r := mustReserve(t, s, bs, time.Hour)
-		if err := s.refund(ctx, &r); err != nil {
+		if err := r.cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if after := s.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -139,13 +139,13 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		afterR1 := s.snapshot()
 		r2 := mustReserve(t, s, bs, time.Hour)
 		afterR2 := s.snapshot()
-		if err := s.refund(ctx, &r1); err != nil {
+		if err := r1.cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR2) {
 			t.Fatalf("refund of a non-last booking changed the store: %v → %v", afterR2, got)
 		}
-		if err := s.refund(ctx, &r2); err != nil {
+		if err := r2.cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR1) {
@@ -159,10 +159,10 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		// Another request books the slow bucket only.
 		mustReserve(t, s, []bucket{slow}, time.Hour)
 		slowBefore := s.tat("slow")
-		if err := s.refund(ctx, &r); err != nil {
+		if err := r.cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if s.tat("fast") != r.prev[0] {
+		if s.tat("fast") != r.undo.(*localBooking).prev[0] {
 			t.Fatalf("fast bucket not refunded")
 		}
 		if s.tat("slow") != slowBefore {

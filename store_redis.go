@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,13 +81,12 @@ type redisStore struct {
 	// tag.
 	tagPerKey, split bool
 
-	// timeout bounds each Redis call on top of the caller's context; 0
-	// means the context alone. (The fallback store bounds the calls of a
-	// Transport itself.)
-	timeout time.Duration
-	// hb, when set (newOutageStore sets it for every Transport), is this
-	// replica's heartbeat: once per interval a reserve call also registers
-	// the replica and records the count of live replicas.
+	// timeout, when set, bounds each Redis call on top of the caller's
+	// context (see call); nil means the context alone.
+	timeout *redisTimeout
+	// hb, when set, is this replica's heartbeat: once per interval a
+	// reserve call also registers the replica and records the count of
+	// live replicas.
 	hb *heartbeat
 	// nowMicros, when set (tests only), is passed to the scripts as now
 	// instead of Redis's TIME.
@@ -99,7 +99,22 @@ type redisStore struct {
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
 }
 
-func newRedisStore(st redisSettings) *redisStore {
+// redisWiring is what a Redis store learns from the Transport that owns it
+// (redisOutageStore); the zero value, for tests, means no heartbeat, no
+// timeout beyond the caller's context, and a client that honours context
+// deadlines.
+type redisWiring struct {
+	// beat, when set, is the clock of this replica's heartbeat, which the
+	// store then carries (see redisStore.hb).
+	beat Clock
+	// timeout bounds each call (see redisStore.call).
+	timeout *redisTimeout
+	// guard is set when the client ignores context deadlines: the batcher
+	// then keeps each reserve call's deadline itself (scriptBatcher.guard).
+	guard bool
+}
+
+func newRedisStore(st redisSettings, w redisWiring) *redisStore {
 	_, cluster := st.rdb.(*redis.ClusterClient)
 	s := &redisStore{
 		rdb:       st.rdb,
@@ -107,9 +122,13 @@ func newRedisStore(st redisSettings) *redisStore {
 		prefix:    "throttle:{" + st.namespace + "}:",
 		tagPerKey: st.tagPerKey,
 		split:     st.tagPerKey && cluster,
+		timeout:   w.timeout,
 		keys:      make(map[string]string),
 	}
-	s.batch = &scriptBatcher{rdb: st.rdb, late: s.late}
+	if w.beat != nil {
+		s.hb = newHeartbeat(s.prefix, w.beat)
+	}
+	s.batch = &scriptBatcher{rdb: st.rdb, guard: w.guard, late: s.late}
 	return s
 }
 
@@ -118,25 +137,86 @@ const lateRefundTimeout = time.Second
 
 // late takes the reply of a reserve call whose caller gave up after it was
 // sent: a slot booked for nobody goes back, as far as refund.lua can (see
-// refund). The refund runs on a goroutine of its own, so the pipeline that
-// brought the reply does not wait for it.
+// redisBooking). The refund runs on a goroutine of its own, so the pipeline
+// that brought the reply does not wait for it.
 func (s *redisStore) late(c *scriptCall, reply string, err error) {
 	if err != nil {
 		return
 	}
-	n := len(c.bs)
-	tats := make([]int64, 3*n)
-	r := reservation{buckets: c.bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
-	ok, _, _, _, perr := s.parseReserve(reply, c.bs, r.prev, r.booked, r.counts, c.beat)
-	if perr != nil || !ok {
+	u := newRedisBooking(s, c.bs)
+	g, perr := s.parseReserve(reply, c.bs, u.tats(), c.beat)
+	if perr != nil || !g.ok {
 		return
 	}
-	r.ok = true
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), lateRefundTimeout)
 		defer cancel()
-		_ = s.refund(ctx, &r) // a failed refund leaves the slot spent: under the limit, never over
+		_ = u.cancel(ctx) // a failed refund leaves the slot spent: under the limit, never over
 	}()
+}
+
+// redisBooking is the undo of a Redis store reservation: each bucket's TAT
+// before and after the booking, in Redis's microseconds, so that refund.lua
+// can tell whether its slot is still the last one.
+type redisBooking struct {
+	s       *redisStore
+	buckets []bucket
+	// prev, booked and counts are indexed as buckets, as reserve.lua
+	// replies them: booked[i] is 0 for a bucket not booked (deferred).
+	// counts is the reservation's (reservation.counts).
+	prev, booked, counts []int64
+	done                 atomic.Bool
+	// one holds the TATs and count of a one-bucket booking, the common
+	// case, so that it costs one allocation.
+	one [3]int64
+}
+
+func newRedisBooking(s *redisStore, bs []bucket) *redisBooking {
+	u := &redisBooking{s: s, buckets: bs}
+	n := len(bs)
+	tats := u.one[:]
+	if n != 1 {
+		tats = make([]int64, 3*n)
+	}
+	u.prev, u.booked, u.counts = tats[:n:n], tats[n:2*n:2*n], tats[2*n:3*n:3*n]
+	return u
+}
+
+// tats returns where parseReserve writes the reply's TATs and counts.
+func (u *redisBooking) tats() bookedTATs {
+	return bookedTATs{prev: u.prev, booked: u.booked, counts: u.counts}
+}
+
+// cancel runs refund.lua for the booked buckets, one call per hash tag
+// when they may be split (see groups).
+func (u *redisBooking) cancel(ctx context.Context) error {
+	if u.done.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, idx := range u.s.callGroups(u.buckets) {
+		errs = append(errs, u.refundGroup(ctx, idx))
+	}
+	return errors.Join(errs...)
+}
+
+// refundGroup runs refund.lua for the buckets at indices idx.
+func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
+	keys := make([]string, 0, len(idx))
+	args := make([]any, 1, 1+2*len(idx))
+	args[0] = u.s.nowArg()
+	for _, i := range idx {
+		if u.booked[i] == 0 {
+			continue // deferred: nothing was booked
+		}
+		keys = append(keys, u.s.key(&u.buckets[i]))
+		args = append(args, u.prev[i], u.booked[i])
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := u.s.runScript(ctx, "refund", refundScript, keys, args...)
+	return err
 }
 
 // checkRedisRules rejects rules the Redis store cannot run exactly: an
@@ -250,12 +330,50 @@ func (s *redisStore) tag(b *bucket) string {
 	return ""
 }
 
-// call derives the context of one Redis call.
+// call derives the context of one Redis call: ctx, bounded by the store's
+// timeout unless ctx already ends sooner (the outage store bounds each of
+// its calls by the same timeout, so the hot path makes no second timer).
+// A client that ignores context deadlines keeps the bound only for reserve
+// calls (see redisWiring.guard); the outage store guards the others.
 func (s *redisStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	if s.timeout <= 0 {
+	if s.timeout == nil {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, s.timeout)
+	d := s.timeout.next()
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, func() {}
+	}
+	return boundContext(ctx, d)
+}
+
+// failed wraps err, the failure of a call with cctx derived from ctx (see
+// call), as "throttle: redis <what>", marked as errRedisTimeout when the
+// store's own bound ended it. go-redis sets the bound as the socket's
+// deadline, so its read may fail (i/o timeout) just before cctx is done:
+// a deadline passed counts too.
+func (s *redisStore) failed(what string, ctx, cctx context.Context, err error) error {
+	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == errRedisTimeout || pastDeadline(cctx)) {
+		err = fmt.Errorf("%w after %v: %w", errRedisTimeout, s.timeout.next(), err)
+	}
+	return fmt.Errorf("throttle: redis %s: %w", what, err)
+}
+
+// pastDeadline reports whether ctx's deadline has passed.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// runScript runs script within the store's bound (see call), its error
+// wrapped by failed.
+func (s *redisStore) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	cmd := script.Run(cctx, s.rdb, keys, args...)
+	if err := cmd.Err(); err != nil {
+		return cmd, s.failed(what, ctx, cctx, err)
+	}
+	return cmd, nil
 }
 
 // nowArg is the scripts' now argument: "" makes them read Redis's TIME.
@@ -280,7 +398,7 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 			_, err := s.hb.beat(cctx, s.rdb, s.nowArg())
 			cancel()
 			if err != nil {
-				return reservation{}, err
+				return reservation{}, s.failed("heartbeat", ctx, cctx, err)
 			}
 			beat = false
 		}
@@ -288,26 +406,70 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 			return s.reserveSplit(ctx, bs, groups, maxWait)
 		}
 	}
-	n := len(bs)
-	tats := make([]int64, 3*n)
-	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
-	ok, wait, limiter, held, err := s.reserveGroup(ctx, bs, 0, spanMicros(maxWait, false), r.prev, r.booked, r.counts, beat)
+	u := newRedisBooking(s, bs)
+	g, err := s.reserveGroup(ctx, groupRequest{bs: bs, maxWait: spanMicros(maxWait, false), beat: beat}, u.tats())
 	if err != nil {
 		return reservation{}, err
 	}
-	r.ok, r.wait, r.limiter = ok, time.Duration(wait)*time.Microsecond, limiter
-	r.held = time.Duration(held) * time.Microsecond
-	if !ok {
-		r.prev, r.booked, r.counts = nil, nil, nil
+	r := reservation{ok: g.ok, wait: g.waitDuration(), limiter: g.limiter, buckets: bs, held: g.heldDuration()}
+	if g.ok {
+		r.counts, r.deferred, r.undo = u.counts, u.deferred(), u
 	}
 	return r, nil
 }
 
-// reserveGroup runs reserve.lua for buckets bs. When booked it fills prev
-// and booked with the buckets' TATs, and counts with their counts (see
-// reservation.counts). limiter indexes bs. With beat set
-// (the caller won s.hb.due, and bs share the replica set's hash tag) the
-// call also carries this replica's heartbeat and records the live count.
+// deferred returns the indices of the buckets u did not book, or nil (see
+// reservation.deferred).
+func (u *redisBooking) deferred() []int {
+	var idx []int
+	for i, b := range u.booked {
+		if b == 0 {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// askOnly is reserve.lua's maxWait that books nothing and only reports the
+// wait (see reserve.lua's header).
+const askOnly int64 = -1
+
+// groupRequest is one reserve.lua call: buckets bs (sharing a hash tag),
+// departing no earlier than floor µs from now, within maxWait µs (or
+// askOnly). With beat set (the caller won s.hb.due, and bs share the
+// replica set's hash tag) the call also carries this replica's heartbeat
+// and records the live count.
+type groupRequest struct {
+	bs             []bucket
+	floor, maxWait int64
+	beat           bool
+}
+
+// groupReply is reserve.lua's reply, times in µs: whether it booked, the
+// wait, the index in the request's buckets of the bucket that set it, and
+// how long a pause holds them (see reservation.held).
+type groupReply struct {
+	ok      bool
+	wait    int64
+	limiter int
+	held    int64
+}
+
+func (g groupReply) waitDuration() time.Duration { return microsDuration(g.wait) }
+func (g groupReply) heldDuration() time.Duration { return microsDuration(g.held) }
+
+// microsDuration converts the scripts' microseconds to a Duration.
+func microsDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// bookedTATs is where a booked reply's numbers go, indexed as the request's
+// buckets: each bucket's TAT before and after the booking (both 0 when
+// deferred) and its count (see reservation.counts). A call that only asks
+// (askOnly) needs none.
+type bookedTATs struct {
+	prev, booked, counts []int64
+}
+
+// reserveGroup runs reserve.lua for q and, when booked, fills out.
 //
 // It is the hot path, trimmed for allocations: instead of Script.Run (which
 // copies the keys into a new argument list and boxes each key and the
@@ -316,42 +478,40 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 // *string without boxing); the batcher sends it alone or in one pipeline
 // with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
 // does.
-func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWait int64, prev, booked, counts []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
+func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
+	bs := q.bs
 	nk, nn := len(bs), 3+5*len(bs)
-	if beat {
+	if q.beat {
 		// The replica set; room for the id and the TTL in the
 		// arguments (nums[nn-2] stays unused: the id goes by pointer).
 		nk, nn = nk+1, nn+2
 	}
 	c := getScriptCall(nk, nn)
-	c.args = append(c.args, "evalsha", reserveSHA, nk)
 	for i := range bs {
 		c.keys[i] = s.cachedKey(&bs[i])
-		c.args = append(c.args, &c.keys[i])
 	}
-	if beat {
+	if q.beat {
 		c.keys[len(bs)] = s.hb.key
-		c.args = append(c.args, &c.keys[len(bs)])
 	}
-	if s.nowMicros == nil {
-		c.args = append(c.args, "")
-	} else {
+	var now any = ""
+	if s.nowMicros != nil {
 		c.nums[0] = s.nowMicros()
-		c.args = append(c.args, &c.nums[0])
+		now = &c.nums[0]
 	}
-	c.nums[1], c.nums[2] = maxWait, floor
-	c.args = append(c.args, &c.nums[1], &c.nums[2])
+	c.begin(now)
+	c.nums[1], c.nums[2] = q.maxWait, q.floor
+	c.add(&c.nums[1], &c.nums[2])
 	for i := range bs {
 		j := 3 + 5*i
 		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
 		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].lateness, false), bs[i].sent
-		c.args = append(c.args, &c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
+		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 	}
-	if beat {
+	if q.beat {
 		_, c.nums[nn-1] = s.hb.args()
-		c.args = append(c.args, &s.hb.id, &c.nums[nn-1])
+		c.add(&s.hb.id, &c.nums[nn-1])
 	}
-	c.nk, c.bs, c.beat = nk, bs, beat
+	c.bs, c.beat = bs, q.beat
 	if s.tagPerKey {
 		// On a Cluster bs share one tag (see groups), and a call with the
 		// beat has none; on one node the tag only groups calls, which any
@@ -363,15 +523,15 @@ func (s *redisStore) reserveGroup(ctx context.Context, bs []bucket, floor, maxWa
 	c.deadline, _ = cctx.Deadline()
 	reply, err := s.batch.do(cctx, c) // c is the batcher's from here on
 	if err != nil {
-		return false, 0, 0, 0, fmt.Errorf("throttle: redis reserve: %w", err)
+		return groupReply{}, s.failed("reserve", ctx, cctx, err)
 	}
-	return s.parseReserve(reply, bs, prev, booked, counts, beat)
+	return s.parseReserve(reply, bs, out, q.beat)
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked, counts []int64, beat bool) (ok bool, wait int64, limiter int, held int64, err error) {
-	bad := func(what string) (bool, int64, int, int64, error) {
-		return false, 0, 0, 0, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
+func (s *redisStore) parseReserve(reply string, bs []bucket, out bookedTATs, beat bool) (groupReply, error) {
+	bad := func(what string) (groupReply, error) {
+		return groupReply{}, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
 	okFlag, rest, ok1 := nextInt(reply)
 	wait, rest, ok2 := nextInt(rest)
@@ -391,17 +551,18 @@ func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked, count
 	if !okH {
 		return bad("")
 	}
-	if okFlag == 0 {
+	g := groupReply{ok: okFlag == 1, wait: wait, limiter: int(lim), held: held}
+	if !g.ok {
 		if rest != "" {
 			return bad("")
 		}
-		return false, wait, int(lim), held, nil
+		return g, nil
 	}
 	for i := range bs {
 		var okP, okB, okN bool
-		prev[i], rest, okP = nextInt(rest)
-		booked[i], rest, okB = nextInt(rest)
-		counts[i], rest, okN = nextInt(rest)
+		out.prev[i], rest, okP = nextInt(rest)
+		out.booked[i], rest, okB = nextInt(rest)
+		out.counts[i], rest, okN = nextInt(rest)
 		if !okP || !okB || !okN {
 			return bad(fmt.Sprintf(" for %d buckets", len(bs)))
 		}
@@ -409,7 +570,7 @@ func (s *redisStore) parseReserve(reply string, bs []bucket, prev, booked, count
 	if rest != "" {
 		return bad(fmt.Sprintf(" for %d buckets", len(bs)))
 	}
-	return true, wait, int(lim), held, nil
+	return g, nil
 }
 
 // nextInt parses the non-negative decimal integer at the start of s,
@@ -437,101 +598,52 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 	return n, s[i:], true
 }
 
-func (s *redisStore) refund(ctx context.Context, r *reservation) error {
-	if !r.ok || len(r.buckets) == 0 {
-		return nil
-	}
-	if s.split {
-		if groups := s.groups(r.buckets); len(groups) > 1 {
-			var errs []error
-			for _, g := range groups {
-				errs = append(errs, s.refundGroup(ctx, r, g))
-			}
-			return errors.Join(errs...)
-		}
-	}
-	return s.refundGroup(ctx, r, nil)
-}
-
-// refundGroup runs refund.lua for the buckets of r at indices idx, or all of
-// them when idx is nil.
-func (s *redisStore) refundGroup(ctx context.Context, r *reservation, idx []int) error {
-	n := len(r.buckets)
-	if idx != nil {
-		n = len(idx)
-	}
-	keys := make([]string, 0, n)
-	args := make([]any, 1, 1+2*n)
-	args[0] = s.nowArg()
-	for j := range n {
-		i := j
-		if idx != nil {
-			i = idx[j]
-		}
-		if r.booked[i] == 0 {
-			continue // deferred: nothing was booked
-		}
-		keys = append(keys, s.key(&r.buckets[i]))
-		args = append(args, r.prev[i], r.booked[i])
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	if err := refundScript.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
-		return fmt.Errorf("throttle: redis refund: %w", err)
-	}
-	return nil
-}
-
 func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
 	var errs []error
-	for _, idx := range s.groupsOrAll(bs) {
-		errs = append(errs, s.runOnBuckets(ctx, pauseScript, "pause", bs, idx, s.nowArg(), spanMicros(d, true)))
+	for _, idx := range s.callGroups(bs) {
+		keys := make([]string, 0, len(idx))
+		args := make([]any, 0, 2+2*len(idx))
+		args = append(args, s.nowArg(), spanMicros(d, true))
+		for _, i := range idx {
+			keys = append(keys, s.key(&bs[i]))
+			args = append(args, micros(bs[i].interval), bs[i].burst)
+		}
+		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 func (s *redisStore) limit(ctx context.Context, b bucket, c capSpec) error {
-	cctx, cancel := s.call(ctx)
-	defer cancel()
 	span := max(spanMicros(c.span, true), 1)
-	if err := limitScript.Run(cctx, s.rdb, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span).Err(); err != nil {
-		return fmt.Errorf("throttle: redis limit: %w", err)
-	}
-	return nil
+	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span)
+	return err
 }
 
 func (s *redisStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
 	var held int64
-	for _, idx := range s.groupsOrAll(bs) {
-		n := len(bs)
-		if idx != nil {
-			n = len(idx)
-		}
-		keys := make([]string, 0, n)
-		for j := range n {
-			i := j
-			if idx != nil {
-				i = idx[j]
-			}
+	for _, idx := range s.callGroups(bs) {
+		keys := make([]string, 0, len(idx))
+		for _, i := range idx {
 			keys = append(keys, s.key(&bs[i]))
 		}
-		cctx, cancel := s.call(ctx)
-		h, err := holdScript.Run(cctx, s.rdb, keys, s.nowArg()).Int64()
-		cancel()
+		cmd, err := s.runScript(ctx, "hold", holdScript, keys, s.nowArg())
+		if err != nil {
+			return 0, err
+		}
+		h, err := cmd.Int64()
 		if err != nil {
 			return 0, fmt.Errorf("throttle: redis hold: %w", err)
 		}
 		held = max(held, h)
 	}
-	return time.Duration(held) * time.Microsecond, nil
+	return microsDuration(held), nil
 }
 
-// groupsOrAll returns the tag groups of bs when they may be split, or one
-// nil group meaning all of them; none when bs is empty.
-func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
+// callGroups returns the indices of bs grouped by the script calls that
+// handle them: by hash tag when they may be split (see groups), else all
+// of them in one; none when bs is empty.
+func (s *redisStore) callGroups(bs []bucket) [][]int {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -540,34 +652,11 @@ func (s *redisStore) groupsOrAll(bs []bucket) [][]int {
 			return groups
 		}
 	}
-	return [][]int{nil}
-}
-
-// runOnBuckets runs script (pause.lua) on the buckets of bs at
-// indices idx, or all of them when idx is nil: ARGV is head, then each
-// bucket's interval in µs and burst.
-func (s *redisStore) runOnBuckets(ctx context.Context, script *redis.Script, what string, bs []bucket, idx []int, head ...any) error {
-	n := len(bs)
-	if idx != nil {
-		n = len(idx)
+	all := make([]int, len(bs))
+	for i := range all {
+		all[i] = i
 	}
-	keys := make([]string, 0, n)
-	args := make([]any, 0, len(head)+2*n)
-	args = append(args, head...)
-	for j := range n {
-		i := j
-		if idx != nil {
-			i = idx[j]
-		}
-		keys = append(keys, s.key(&bs[i]))
-		args = append(args, micros(bs[i].interval), bs[i].burst)
-	}
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	if err := script.Run(cctx, s.rdb, keys, args...).Err(); err != nil {
-		return fmt.Errorf("throttle: redis %s: %w", what, err)
-	}
-	return nil
+	return [][]int{all}
 }
 
 // groups returns the indices of bs grouped by hash tag, in order of first
@@ -604,9 +693,7 @@ outer:
 // later departure in the second round than in the first; the request then
 // departs at that later time.
 func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
-	n := len(bs)
-	tats := make([]int64, 3*n)
-	r := reservation{buckets: bs, prev: tats[:n:n], booked: tats[n : 2*n : 2*n], counts: tats[2*n:]}
+	u := newRedisBooking(s, bs)
 	maxUs := spanMicros(maxWait, false)
 	sub := make([][]bucket, len(groups))
 	var floor, held int64
@@ -616,54 +703,55 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 		for j, i := range idx {
 			sub[g][j] = bs[i]
 		}
-		_, wait, lim, h, err := s.reserveGroup(ctx, sub[g], 0, -1, nil, nil, nil, false)
+		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], maxWait: askOnly}, bookedTATs{})
 		if err != nil {
 			return reservation{}, err
 		}
-		if wait > floor {
-			floor, limiter = wait, idx[lim]
+		if gr.wait > floor {
+			floor, limiter = gr.wait, idx[gr.limiter]
 		}
-		held = max(held, h)
+		held = max(held, gr.held)
 	}
-	r.held = time.Duration(held) * time.Microsecond
 	if floor > maxUs {
-		return reservation{wait: time.Duration(floor) * time.Microsecond, limiter: limiter, buckets: bs, held: r.held}, nil
+		return reservation{wait: microsDuration(floor), limiter: limiter, buckets: bs, held: microsDuration(held)}, nil
 	}
 	booked := make([]bool, len(groups))
 	depart := floor
 	for g, idx := range groups {
 		m := len(idx)
 		gt := make([]int64, 3*m)
-		ok, wait, lim, h, err := s.reserveGroup(ctx, sub[g], floor, maxUs, gt[:m], gt[m:2*m], gt[2*m:], false)
+		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], floor: floor, maxWait: maxUs}, bookedTATs{gt[:m], gt[m : 2*m], gt[2*m:]})
 		if err != nil {
-			s.rollback(ctx, &r, groups, booked)
+			u.rollback(ctx, groups, booked)
 			return reservation{}, err
 		}
-		r.held = max(r.held, time.Duration(h)*time.Microsecond)
-		if !ok {
-			s.rollback(ctx, &r, groups, booked)
-			return reservation{wait: time.Duration(wait) * time.Microsecond, limiter: idx[lim], buckets: bs, held: r.held}, nil
+		held = max(held, gr.held)
+		if !gr.ok {
+			u.rollback(ctx, groups, booked)
+			return reservation{wait: gr.waitDuration(), limiter: idx[gr.limiter], buckets: bs, held: microsDuration(held)}, nil
 		}
 		for j, i := range idx {
-			r.prev[i], r.booked[i], r.counts[i] = gt[j], gt[m+j], gt[2*m+j]
+			u.prev[i], u.booked[i], u.counts[i] = gt[j], gt[m+j], gt[2*m+j]
 		}
 		booked[g] = true
-		if wait > depart {
-			depart, limiter = wait, idx[lim]
+		if gr.wait > depart {
+			depart, limiter = gr.wait, idx[gr.limiter]
 		}
 	}
-	r.ok, r.wait, r.limiter = true, time.Duration(depart)*time.Microsecond, limiter
-	return r, nil
+	return reservation{
+		ok: true, wait: microsDuration(depart), limiter: limiter, buckets: bs,
+		held: microsDuration(held), counts: u.counts, deferred: u.deferred(), undo: u,
+	}, nil
 }
 
-// rollback refunds the groups of r marked booked. It runs even when ctx is
+// rollback refunds the groups of u marked booked. It runs even when ctx is
 // done: the slots must go back.
-func (s *redisStore) rollback(ctx context.Context, r *reservation, groups [][]int, booked []bool) {
+func (u *redisBooking) rollback(ctx context.Context, groups [][]int, booked []bool) {
 	for g, idx := range groups {
 		if booked[g] {
 			// A failed refund leaves the slot spent: the fleet runs under
 			// the limit, never over. The caller reports the first error.
-			_ = s.refundGroup(context.WithoutCancel(ctx), r, idx)
+			_ = u.refundGroup(context.WithoutCancel(ctx), idx)
 		}
 	}
 }

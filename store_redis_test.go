@@ -56,7 +56,7 @@ func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, op
 	for _, o := range opts {
 		o(&st)
 	}
-	s := newRedisStore(st)
+	s := newRedisStore(st, redisWiring{})
 	s.nowMicros = func() int64 { return clk.Now().UnixMicro() }
 	return s
 }
@@ -268,10 +268,10 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 				}
 			}
 		case "refund":
-			if err := local.refund(ctx, &lres[st.of]); err != nil {
+			if err := lres[st.of].cancel(ctx); err != nil {
 				t.Fatalf("step %d: local refund: %v", i, err)
 			}
-			if err := remote.refund(ctx, &rres[st.of]); err != nil {
+			if err := rres[st.of].cancel(ctx); err != nil {
 				t.Fatalf("step %d: redis refund: %v", i, err)
 			}
 		case "pause":
@@ -299,7 +299,7 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, ste
 func TestRedisStoreRedisClock(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)})
+	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
 	bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 2, cost: 1}}
 	for i, want := range []bool{true, true, false} {
@@ -323,7 +323,7 @@ func TestRedisKeysAndTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"})
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"}, redisWiring{})
 	b := bucket{key: "stripe:" + hashKey("sk_live_secret"), rule: "stripe", interval: 200 * time.Millisecond, burst: 3, cost: 1}
 	if _, err := s.reserve(ctx, []bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestRedisNamespaces(t *testing.T) {
 	rdb := srv.Client(t)
 	rule := Rule{Name: "r", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 1}}
 	newT := func(opts ...Option) *Transport {
-		return mustNew(t, okBase, append([]Option{WithRedis(rdb), WithRules(rule), WithMaxWait(0)}, opts...)...)
+		return mustNew(t, okBase, append([]Option{WithRedis(rdb), WithRules(rule), WithoutWaiting()}, opts...)...)
 	}
 	send := func(tr *Transport) error {
 		return roundTrip(tr, newReq(t, redisCtx(t), http.MethodGet, "http://example.com/"))
@@ -386,7 +386,7 @@ func TestRedisNamespaces(t *testing.T) {
 		"default":  newT(),
 		"prod":     newT(WithNamespace("prod")),
 		"staging":  newT(WithNamespace("staging")),
-		"reversed": mustNew(t, okBase, WithNamespace("reversed"), WithRules(rule), WithMaxWait(0), WithRedis(rdb)),
+		"reversed": mustNew(t, okBase, WithNamespace("reversed"), WithRules(rule), WithoutWaiting(), WithRedis(rdb)),
 	} {
 		if err := send(tr); err != nil {
 			t.Errorf("%s: first request: %v", name, err)
@@ -394,7 +394,7 @@ func TestRedisNamespaces(t *testing.T) {
 	}
 	// The second request of the same namespace finds the bucket spent,
 	// whatever the order of the options.
-	if err := send(mustNew(t, okBase, WithRules(rule), WithMaxWait(0), WithNamespace("reversed"), WithRedis(rdb))); !errors.Is(err, ErrBeyondMaxWait) {
+	if err := send(mustNew(t, okBase, WithRules(rule), WithoutWaiting(), WithNamespace("reversed"), WithRedis(rdb))); !errors.Is(err, ErrBeyondMaxWait) {
 		t.Errorf("second request in namespace reversed: %v, want ErrBeyondMaxWait", err)
 	}
 	keys, err := rdb.Keys(redisCtx(t), "*").Result()
@@ -420,7 +420,7 @@ func TestRedisNamespaces(t *testing.T) {
 	if _, ok := tr.store.(*localStore); !ok {
 		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
 	}
-	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*fallbackStore)
+	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outageStore)
 	rs, ok := (*redisStore)(nil), false
 	if fs != nil {
 		rs, ok = fs.primary.(*redisStore)
@@ -527,7 +527,7 @@ func TestRedisStrangeReplies(t *testing.T) {
 		{"overflow", "0 99999999999999999999 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"})
+			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"}, redisWiring{})
 			if _, err := s.reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
 				t.Fatalf("err = %v, want errRedisReply", err)
 			}
@@ -550,8 +550,8 @@ func TestRedisTransportShared(t *testing.T) {
 
 	t.Run("no wait", func(t *testing.T) {
 		rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
-		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
-		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithMaxWait(0))
+		a := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithoutWaiting())
+		b := mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithoutWaiting())
 		admitted := 0
 		for i := range 8 {
 			tr := []*Transport{a, b}[i%2]
@@ -664,7 +664,7 @@ func TestRedisSkewedReplicas(t *testing.T) {
 
 	run := func(t *testing.T, ns string, offA, offB time.Duration) (admitted int, waits []time.Duration) {
 		hourly := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 3}}
-		opts := []Option{WithRedis(rdb), WithNamespace(ns), WithRules(hourly), WithMaxWait(0)}
+		opts := []Option{WithRedis(rdb), WithNamespace(ns), WithRules(hourly), WithoutWaiting()}
 		a := mustNew(t, nil, append(opts, WithClock(skewedClock{offA}))...)
 		b := mustNew(t, nil, append(opts, WithClock(skewedClock{offB}))...)
 		for i := range 6 {
@@ -713,7 +713,7 @@ func TestRedisNoScript(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)})
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
 	bs := []bucket{{key: "a", rule: "a", interval: time.Microsecond, burst: 1000, cost: 1}}
 	all := func(what string) {
@@ -722,7 +722,7 @@ func TestRedisNoScript(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reserve %s: %v", what, err)
 		}
-		if err := s.refund(ctx, &r); err != nil {
+		if err := r.cancel(ctx); err != nil {
 			t.Fatalf("refund %s: %v", what, err)
 		}
 		if err := s.pause(ctx, bs, 0); err != nil {
@@ -911,7 +911,7 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("split requests", func(t *testing.T) {
 		g := bucket{key: "g", rule: "g", interval: 10 * time.Millisecond, burst: 1}
 		acct := bucket{key: "acct:" + hashKey("x"), rule: "acct", interval: 100 * time.Millisecond, burst: 1}
-		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true})
+		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true}, redisWiring{})
 		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
 			t.Fatalf("buckets %s and %s are not split", k1, k2)
 		}
@@ -977,8 +977,8 @@ func TestRedisTLSAndACL(t *testing.T) {
 	}
 
 	rule := Rule{Name: "hourly", Limit: Limit{Rate: 1, Period: time.Hour, Burst: 2}}
-	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
-	b := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithMaxWait(0))
+	a := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithoutWaiting())
+	b := mustNew(t, okBase, WithRedis(rdb), WithNamespace("tls"), WithRules(rule), WithoutWaiting())
 	for i, want := range []error{nil, nil, ErrBeyondMaxWait, ErrBeyondMaxWait} {
 		err := roundTrip([]*Transport{a, b}[i%2], newReq(t, ctx, http.MethodGet, "http://example.com/"))
 		if !errors.Is(err, want) && err != want {
@@ -990,13 +990,13 @@ func TestRedisTLSAndACL(t *testing.T) {
 	if a.Mode() != ModeShared || b.Mode() != ModeShared {
 		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"})
+	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"}, redisWiring{})
 	bs := []bucket{{key: "r", rule: "r", interval: time.Millisecond, burst: 2, cost: 1}}
 	r, err := s.reserve(ctx, bs, time.Second)
 	if err != nil || !r.ok {
 		t.Fatalf("reserve: %+v, %v", r, err)
 	}
-	if err := s.refund(ctx, &r); err != nil {
+	if err := r.cancel(ctx); err != nil {
 		t.Fatalf("refund: %v", err)
 	}
 	if err := s.pause(ctx, bs, time.Millisecond); err != nil {

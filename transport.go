@@ -81,7 +81,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		return t
 	}
 	if cfg.redis.rdb != nil {
-		t.store, t.err = newSharedStore(&cfg)
+		t.store, t.err = newRedisOutageStore(&cfg)
 	} else {
 		t.store = newLocalStore(cfg.clock)
 	}
@@ -273,7 +273,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	now := t.clock.Now()
 	r.wait -= now.Sub(sent) / 2
 	if !r.ok {
-		return booking{}, &WaitError{Rule: bs[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
+		return booking{}, r.waitError(budget, reason)
 	}
 	bk := booking{depart: now.Add(max(r.wait, 0)).UnixNano(), counts: r.counts}
 	t.views.booked(bs, &r, now.UnixNano())
@@ -283,7 +283,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			return booking{}, err
 		}
 		defer t.queue.leave(bs)
-		tolerance := time.Duration(-1)
+		tolerance := anyLateness
 		if mayBeLate {
 			tolerance = lateness(bs)
 		}
@@ -300,7 +300,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			return booking{}, err
 		}
 	}
-	if rest := r.deferred(); len(rest) > 0 {
+	if rest := r.rest(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {
 			t.giveBack(ctx, &r)
 			return booking{}, err
@@ -345,13 +345,13 @@ func (t *Transport) bookDeferred(ctx context.Context, rest []bucket) error {
 			return err
 		}
 		if !r.ok {
-			return &WaitError{Rule: rest[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
+			return r.waitError(budget, reason)
 		}
 		if err := sleep(ctx, t.clock, r.wait); err != nil {
 			t.giveBack(ctx, &r)
 			return err
 		}
-		rest = r.deferred()
+		rest = r.rest()
 	}
 	return nil
 }
@@ -376,12 +376,12 @@ func lateness(bs []bucket) time.Duration {
 	return d
 }
 
-// giveBack refunds a reservation that will not be used. The refund must run
+// giveBack cancels a reservation that will not be used. The cancel must run
 // even though ctx may be done, so it runs without ctx's cancellation.
 func (t *Transport) giveBack(ctx context.Context, r *reservation) {
-	// A failed refund costs one slot and nothing else; there is no caller
+	// A failed cancel costs one slot and nothing else; there is no caller
 	// left to tell.
-	_ = t.store.refund(context.WithoutCancel(ctx), r)
+	_ = r.cancel(context.WithoutCancel(ctx))
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,

@@ -381,12 +381,43 @@ func TestTransportMaxWait(t *testing.T) {
 			t.Fatalf("err %v, want ErrBeyondDeadline", err)
 		}
 	})
-	t.Run("zero max wait: no request waits", func(t *testing.T) {
-		tr, _ := fillBucket(t, okBase, WithMaxWait(0))
+	t.Run("without waiting: no request waits", func(t *testing.T) {
+		tr, _ := fillBucket(t, okBase, WithoutWaiting())
 		if err := roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/")); !errors.Is(err, ErrBeyondMaxWait) {
 			t.Fatalf("err %v, want ErrBeyondMaxWait", err)
 		}
 	})
+}
+
+// TestDurationOptionsDefaultAtZero: a duration option given d ≤ 0 takes its
+// default, as WithRedisTimeout does; WithoutWaiting is how not to wait, and
+// the last of it and WithMaxWait wins.
+func TestDurationOptionsDefaultAtZero(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want time.Duration
+	}{
+		{"WithMaxWait(0)", []Option{WithMaxWait(0)}, DefaultMaxWait},
+		{"WithMaxWait(-1s)", []Option{WithMaxWait(-time.Second)}, DefaultMaxWait},
+		{"WithMaxWait(2s)", []Option{WithMaxWait(2 * time.Second)}, 2 * time.Second},
+		{"WithoutWaiting", []Option{WithoutWaiting()}, 0},
+		{"WithMaxWait then WithoutWaiting", []Option{WithMaxWait(time.Second), WithoutWaiting()}, 0},
+		{"WithoutWaiting then WithMaxWait", []Option{WithoutWaiting(), WithMaxWait(time.Second)}, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mustNew(t, okBase, tc.opts...).maxWait; got != tc.want {
+				t.Fatalf("max wait %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		cfg := defaultConfig()
+		WithRedisTimeout(d).apply(&cfg)
+		if got := cfg.redis.outage.withDefaults().timeout; got != DefaultRedisTimeout {
+			t.Errorf("WithRedisTimeout(%v): timeout %v, want the default %v", d, got, DefaultRedisTimeout)
+		}
+	}
 }
 
 func TestTransportMaxQueue(t *testing.T) {
@@ -484,7 +515,7 @@ func TestContractBodyClosed(t *testing.T) {
 			return mustNew(t, base, WithRules(r)), context.Background(), "3"
 		}, ErrInvalidRule},
 		{"wait error", func(t *testing.T) (*Transport, context.Context, string) {
-			tr, _ := fillBucket(t, base, WithMaxWait(0))
+			tr, _ := fillBucket(t, base, WithoutWaiting())
 			<-called
 			return tr, context.Background(), ""
 		}, ErrBeyondMaxWait},
@@ -557,7 +588,7 @@ func TestContractRequestUntouched(t *testing.T) {
 		got = r
 		return okBase(r)
 	})
-	tr := mustNew(t, base, WithClock(fakeclock.New(epoch)), WithMaxWait(0), WithRules(r))
+	tr := mustNew(t, base, WithClock(fakeclock.New(epoch)), WithoutWaiting(), WithRules(r))
 	for _, wantErr := range []bool{false, true} {
 		ctx := context.WithValue(context.Background(), ctxKey{}, "v")
 		req := newReq(t, ctx, "POST", "https://api.example:443/v1/charges?x=1", "Authorization", "Bearer sk_secret")

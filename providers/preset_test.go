@@ -47,7 +47,7 @@ func matches(t *testing.T, rule throttle.Rule, r *http.Request) bool {
 	t.Helper()
 	rule.Limit = throttle.Limit{Rate: 1, Period: time.Hour, Burst: 1}
 	rule.Cost = nil
-	tr, err := throttle.New(okTransport{}, throttle.WithRules(rule), throttle.WithMaxWait(0),
+	tr, err := throttle.New(okTransport{}, throttle.WithRules(rule), throttle.WithoutWaiting(),
 		throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 1}))
 	if err != nil {
 		t.Fatalf("rule %q: %v", rule.Name, err)

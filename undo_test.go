@@ -1,0 +1,216 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// undoBucket refills one slot every 100 ms, a burst of one: the n-th
+// booking in a row (from 0) waits n × 100 ms, in every store.
+var undoBucket = bucket{key: "undo", rule: "undo", interval: 100 * time.Millisecond, burst: 1, cost: 1}
+
+// undoStores makes, for each store, a fresh one whose clock stands still
+// (clk): waits come out exact. Each is in the mode its name says when
+// returned.
+func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock) store {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	return map[string]func(t *testing.T, clk *fakeclock.Clock) store{
+		"local": func(_ *testing.T, clk *fakeclock.Clock) store { return newLocalStore(clk) },
+		"redis": func(t *testing.T, clk *fakeclock.Clock) store {
+			return redisStoreAt(rdb, testNamespace(t), clk)
+		},
+		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store {
+			f := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings()}, clk)
+			f.primary.(*redisStore).nowMicros = func() int64 { return clk.Now().UnixMicro() }
+			return f
+		},
+		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store {
+			primary := &flakyStore{inner: newLocalStore(clk), failing: true}
+			os := defaultOutageSettings()
+			os.share = 1 // the local buckets run the whole rule
+			f := newOutageStore(primary, os, clk, outageWiring{})
+			if _, err := f.reserve(context.Background(), []bucket{{key: "trip", rule: "trip", interval: time.Millisecond, burst: 1, cost: 1}}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if f.mode() != ModeFallback {
+				t.Fatalf("mode %v, want fallback", f.mode())
+			}
+			return f
+		},
+	}
+}
+
+// TestReservationUndo: a reservation gives its booking back itself, in
+// every store, from any copy, once.
+func TestReservationUndo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Each case books from a fresh bucket and checks the wait of the next
+	// booking: 100 ms × the slots still booked ahead of it.
+	cases := []struct {
+		name string
+		run  func(t *testing.T, book func() reservation) time.Duration
+		want time.Duration
+	}{{
+		name: "cancel gives the last slot back",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			r := book()
+			mustCancel(t, &r)
+			return book().wait
+		},
+		want: 100 * time.Millisecond,
+	}, {
+		name: "a copy cancels the same booking",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			r := book()
+			c := r
+			mustCancel(t, &c)
+			return book().wait
+		},
+		want: 100 * time.Millisecond,
+	}, {
+		name: "a copy in a copied slice cancels the same booking",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			rs := []reservation{book()}
+			cp := append([]reservation(nil), rs...)
+			rs[0] = reservation{}
+			mustCancel(t, &cp[0])
+			return book().wait
+		},
+		want: 100 * time.Millisecond,
+	}, {
+		name: "a second cancel, of a copy, gives nothing back",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			r := book()
+			c := r
+			mustCancel(t, &r)
+			// The next booking takes the same slot again: a second undo
+			// of r would find it last and give it away.
+			if w := book().wait; w != 100*time.Millisecond {
+				t.Fatalf("after the cancel, wait %v, want the 100ms slot", w)
+			}
+			mustCancel(t, &c)
+			mustCancel(t, &r)
+			return book().wait
+		},
+		want: 200 * time.Millisecond,
+	}, {
+		name: "a slot with a booking behind it stays spent",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			r := book()
+			book()
+			mustCancel(t, &r)
+			return book().wait
+		},
+		want: 300 * time.Millisecond,
+	}, {
+		name: "a reservation that booked nothing cancels nothing",
+		run: func(t *testing.T, book func() reservation) time.Duration {
+			book()
+			var zero reservation
+			mustCancel(t, &zero)
+			return book().wait
+		},
+		want: 100 * time.Millisecond,
+	}}
+	for name, mk := range undoStores(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					clk := fakeclock.New(fbEpoch)
+					s := mk(t, clk)
+					book := func() reservation {
+						t.Helper()
+						r, err := s.reserve(ctx, []bucket{undoBucket}, time.Hour)
+						if err != nil || !r.ok {
+							t.Fatalf("reserve: %+v, %v", r, err)
+						}
+						return r
+					}
+					if got := tc.run(t, book); got != tc.want {
+						t.Fatalf("next wait %v, want %v", got, tc.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+func mustCancel(t *testing.T, r *reservation) {
+	t.Helper()
+	if err := r.cancel(context.Background()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+}
+
+// TestRedisStoreTimeout: with Redis stopped (SIGSTOP), every call of the
+// Redis store returns within its timeout (WithRedisTimeout), marked as
+// errRedisTimeout, though the caller's context has no deadline. Reserve
+// keeps it with a client that ignores deadlines too (the batcher's guard);
+// the other calls need a client that honours them (the outage store guards
+// them otherwise).
+func TestRedisStoreTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 100 * time.Millisecond
+	bound := timeout + 400*time.Millisecond // the machine is shared, and -race
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name     string
+		ctxAware bool
+		ops      []string
+	}{
+		{"ContextTimeoutEnabled", true, []string{"reserve", "cancel", "pause", "limit", "held"}},
+		{"client ignores deadlines", false, []string{"reserve"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := srv.Options()
+			opt.ContextTimeoutEnabled = tc.ctxAware
+			opt.MaxRetries = -1
+			rdb := srv.ClientWith(t, opt)
+			rt := &redisTimeout{d: timeout}
+			rt.warm.Store(true) // not the cold bound of a first call
+			s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{timeout: rt, guard: !tc.ctxAware})
+			ctx := context.Background()
+			b := undoBucket
+			r, err := s.reserve(ctx, []bucket{b}, time.Hour)
+			if err != nil || !r.ok {
+				t.Fatalf("reserve before the stall: %+v, %v", r, err)
+			}
+			srv.Pause()
+			for _, op := range tc.ops {
+				start := time.Now()
+				switch op {
+				case "reserve":
+					_, err = s.reserve(ctx, []bucket{b}, time.Hour)
+				case "cancel":
+					err = r.cancel(ctx)
+				case "pause":
+					err = s.pause(ctx, []bucket{b}, time.Second)
+				case "limit":
+					err = s.limit(ctx, b, capSpec{rate: 1, span: time.Second})
+				case "held":
+					_, err = s.held(ctx, []bucket{b})
+				}
+				took := time.Since(start)
+				if !errors.Is(err, errRedisTimeout) {
+					t.Errorf("%s: err %v, want errRedisTimeout", op, err)
+				}
+				if took > bound {
+					t.Errorf("%s took %v against a stalled Redis, timeout %v", op, took, timeout)
+				}
+			}
+			srv.Resume()
+		})
+	}
+}
