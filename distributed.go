@@ -58,9 +58,10 @@ type bucket struct {
 	// lateness is how late after its slot a waiter may still leave: the
 	// jitter the rule's headroom pays for (see compileRules).
 	lateness time.Duration
-	// quota is the rule's Limit as written (Rate per Period) and the
-	// headroom: what quotaview.go reads the server's answers against.
-	quota    Limit
+	// rate per period is the rule's Limit as written, and headroom the
+	// rule's headroom: what quotaview.go reads the server's answers against.
+	rate     int64
+	period   time.Duration
 	headroom float64
 	// sent is the units of cost this process sent in the bucket since it
 	// last reported them to the store: reserve adds them to the bucket's

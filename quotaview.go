@@ -275,7 +275,7 @@ func (v *quotaViews) departed(bs []bucket, now int64) {
 		}
 		vw.unsent += b.cost
 		if !vw.counted {
-			vw.unsent = min(vw.unsent, int64(b.quota.Rate)+b.burst)
+			vw.unsent = min(vw.unsent, b.rate+b.burst)
 		}
 	}
 }
@@ -589,7 +589,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
 		return capSpec{}, false, false
 	}
-	rate := max((float64(own)-b.headroom*float64(b.quota.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	rate := max((float64(own)-b.headroom*float64(b.rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
 		return countOnly, false, true
 	}
@@ -652,7 +652,7 @@ func (vw *quotaView) span(b *bucket) time.Duration {
 
 // ruleWindow returns the rule's period: the window the model assumes when
 // the server names none and reports no limit.
-func ruleWindow(b *bucket) time.Duration { return max(b.quota.Period, time.Millisecond) }
+func ruleWindow(b *bucket) time.Duration { return max(b.period, time.Millisecond) }
 
 // quotaWindow returns q's window: the one the server names, else the time
 // the rule takes to spend q's limit (the rule's period when the rule is the
@@ -661,7 +661,7 @@ func quotaWindow(q *header.Quota, b *bucket) time.Duration {
 	if q.Window > 0 {
 		return q.Window
 	}
-	w := float64(b.quota.Period) * float64(q.Limit) / float64(max(b.quota.Rate, 1))
+	w := float64(b.period) * float64(q.Limit) / float64(max(b.rate, 1))
 	return time.Duration(min(max(w, float64(time.Millisecond)), float64(maxQuotaWindow)))
 }
 

@@ -13,7 +13,7 @@ import (
 func quotaBucket() bucket {
 	l := Limit{Rate: 100, Period: time.Second, Burst: 1}
 	return bucket{key: "api", rule: "api", interval: l.interval(DefaultHeadroom), burst: 1, cost: 1,
-		quota: l, headroom: DefaultHeadroom}
+		rate: int64(l.Rate), period: l.Period, headroom: DefaultHeadroom}
 }
 
 // fill gives vw a ledger in which the fleet sent perSecond units a second,

@@ -191,7 +191,7 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness, quota: c.Limit, headroom: c.headroom})
+		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness, rate: int64(c.Limit.Rate), period: c.Limit.Period, headroom: c.headroom})
 	}
 	return bs, nil
 }
