@@ -413,7 +413,7 @@ type scriptCall struct {
 	tag string
 	// bs and beat are the call's buckets and whether it carries the
 	// heartbeat, for a late reply (redisStore.late).
-	bs   []bucket
+	bs   []Bucket
 	beat bool
 	// deadline is the caller's context deadline, or zero.
 	deadline time.Time

@@ -125,7 +125,7 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 25, cost: 1}}
+			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 25, Cost: 1}}
 			// More than maxBatchRequests: the queue goes as several
 			// script calls in one pipeline.
 			const callers = maxBatchRequests + 40
@@ -134,11 +134,11 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			var admitted, rejected atomic.Int64
 			call := func() {
 				defer wg.Done()
-				r, err := s.reserve(ctx, bs, 0)
+				r, err := s.Reserve(ctx, bs, 0)
 				switch {
 				case err != nil:
 					t.Errorf("reserve: %v", err)
-				case r.ok:
+				case r.OK:
 					admitted.Add(1)
 				default:
 					rejected.Add(1)
@@ -210,19 +210,19 @@ func batchTenants(t *testing.T, rdb redis.UniversalClient, g *gate) {
 	h := &pipelineCounter{}
 	rdb.AddHook(h)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t), tagPerKey: true}, redisWiring{})
-	tenant := func(i int) []bucket {
-		return []bucket{{key: "acct:" + hashKey(string(rune('a'+i))), rule: "acct", interval: time.Hour, burst: 5, cost: 1}}
+	tenant := func(i int) []Bucket {
+		return []Bucket{{Key: "acct:" + hashKey(string(rune('a'+i))), Rule: "acct", Interval: time.Hour, Burst: 5, Cost: 1}}
 	}
 	const perTenant = 12
 	admitted := make([]atomic.Int64, 3)
 	var wg sync.WaitGroup
 	call := func(i int) {
 		defer wg.Done()
-		r, err := s.reserve(ctx, tenant(i), 0)
+		r, err := s.Reserve(ctx, tenant(i), 0)
 		switch {
 		case err != nil:
 			t.Errorf("tenant %d: reserve: %v", i, err)
-		case r.ok:
+		case r.OK:
 			admitted[i].Add(1)
 		}
 	}
@@ -267,14 +267,14 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 			srv := redistest.Start(t)
 			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
-			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 3, cost: 1}}
+			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 3, Cost: 1}}
 			srv.Pause()
 			var wg sync.WaitGroup
 			wg.Add(maxInFlight)
 			for range maxInFlight {
 				go func() {
 					defer wg.Done()
-					if r, err := s.reserve(ctx, bs, 0); err != nil || !r.ok {
+					if r, err := s.Reserve(ctx, bs, 0); err != nil || !r.OK {
 						t.Errorf("reserve: %+v, %v", r, err)
 					}
 				}()
@@ -283,7 +283,7 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 			short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := s.reserve(short, bs, 0)
+			_, err := s.Reserve(short, bs, 0)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("queued reserve: %v, want the context's deadline", err)
 			}
@@ -295,8 +295,8 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 			// Burst 3: the two sent calls booked two; the abandoned one
 			// booked nothing, so one slot is left.
 			for i, want := range []bool{true, false} {
-				r, err := s.reserve(ctx, bs, 0)
-				if err != nil || r.ok != want {
+				r, err := s.Reserve(ctx, bs, 0)
+				if err != nil || r.OK != want {
 					t.Fatalf("reserve %d after: %+v, %v; want ok=%v", i, r, err, want)
 				}
 			}
@@ -315,11 +315,11 @@ func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 1, cost: 1}}
+	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 1, Cost: 1}}
 	srv.Pause()
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if _, err := s.reserve(short, bs, 0); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Reserve(short, bs, 0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("reserve on a paused Redis: %v, want the context's deadline", err)
 	}
 	srv.Resume()
@@ -327,11 +327,11 @@ func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 	// one slot comes back.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := s.reserve(ctx, bs, 0)
+		r, err := s.Reserve(ctx, bs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.ok {
+		if r.OK {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -354,7 +354,7 @@ func TestBatchStress(t *testing.T) {
 			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
 			const burst, callers = 60, 300
-			bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: burst, cost: 1}}
+			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: burst, Cost: 1}}
 			var admitted, gaveUp atomic.Int64
 			var wg sync.WaitGroup
 			stalls := make(chan struct{})
@@ -374,7 +374,7 @@ func TestBatchStress(t *testing.T) {
 					time.Sleep(time.Duration(i%50) * time.Millisecond / 2)
 					cctx, cancel := context.WithTimeout(ctx, time.Duration(1+i%40)*time.Millisecond)
 					defer cancel()
-					r, err := s.reserve(cctx, bs, 0)
+					r, err := s.Reserve(cctx, bs, 0)
 					switch {
 					case err != nil && (cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)):
 						// The context's error, or the socket's timeout at
@@ -384,7 +384,7 @@ func TestBatchStress(t *testing.T) {
 						gaveUp.Add(1)
 					case err != nil:
 						t.Errorf("reserve: %v", err)
-					case r.ok:
+					case r.OK:
 						admitted.Add(1)
 					}
 				}()

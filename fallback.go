@@ -77,7 +77,7 @@ var errRedisTimeout = errors.New("throttle: redis call timed out")
 // or fail closed) until a half-open probe finds Redis answering again. See
 // docs/OUTAGES.md. It is safe for concurrent use.
 type outageStore struct {
-	primary store
+	primary Store
 	clock   Clock
 	timeout *redisTimeout
 	// guard runs each Redis call on a goroutine of its own, so that the
@@ -104,7 +104,7 @@ type outageStore struct {
 	assumed     int64   // fleet size assumed before any heartbeat
 }
 
-var _ store = (*outageStore)(nil)
+var _ Store = (*outageStore)(nil)
 
 func (f *outageStore) mode() Mode { return f.brk.mode() }
 
@@ -143,7 +143,7 @@ func (f *outageStore) shareNow() float64 {
 	return 1 / float64(max(n, 1))
 }
 
-func (f *outageStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (f *outageStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
 	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
@@ -158,15 +158,15 @@ func (f *outageStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dur
 			if until := f.graceUntil.Load(); until != 0 {
 				r, grace = f.inGrace(done, until, r, maxWait)
 			}
-			if r.ok {
-				r.undo = &sharedBooking{f: f, shared: r.undo, grace: grace}
+			if r.OK {
+				r.Undo = &sharedBooking{f: f, shared: r.Undo, grace: grace}
 			}
 			return r, nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; Redis is not to blame.
 			f.brk.release(probe)
-			return reservation{}, errors.Join(err, ctxErr)
+			return Reservation{}, errors.Join(err, ctxErr)
 		}
 		f.brk.failure(f.clock.Now(), probe, err)
 		cause = err
@@ -174,18 +174,18 @@ func (f *outageStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dur
 	}
 	switch f.outage {
 	case ModeFailOpen:
-		return reservation{ok: true, buckets: bs, unreported: true}, nil
+		return Reservation{OK: true, Buckets: bs, Unreported: true}, nil
 	case ModeFailClosed:
-		return reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
+		return Reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 	}
 	share := f.shareNow()
 	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
 		f.outageShare.Store(bits)
 	}
 	lb := f.local.reserve(now, bs, maxWait, share)
-	r := reservation{ok: lb.ok, wait: lb.wait, limiter: lb.limiter, buckets: bs, unreported: true}
+	r := Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
 	if lb.id != 0 {
-		r.undo = localHold{f, lb.id}
+		r.Undo = localHold{f, lb.id}
 	}
 	return r, nil
 }
@@ -198,7 +198,7 @@ type localHold struct {
 	id holdID
 }
 
-func (h localHold) cancel(context.Context) error {
+func (h localHold) Cancel(context.Context) error {
 	h.f.local.cancelHold(h.f.clock.Now(), h.id)
 	return nil
 }
@@ -210,12 +210,12 @@ func (h localHold) cancel(context.Context) error {
 // lasts.
 type sharedBooking struct {
 	f      *outageStore
-	shared undo
+	shared Undo
 	grace  holdID
 	done   atomic.Bool
 }
 
-func (u *sharedBooking) cancel(ctx context.Context) error {
+func (u *sharedBooking) Cancel(ctx context.Context) error {
 	if u.done.Swap(true) {
 		return nil
 	}
@@ -229,7 +229,7 @@ func (u *sharedBooking) cancel(ctx context.Context) error {
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, u.shared.cancel(ctx)
+		return struct{}{}, u.shared.Cancel(ctx)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -262,19 +262,19 @@ func (f *outageStore) graceShare() float64 {
 // spent and has not earned back, as on the return, waiting slots
 // included, and drops the limiter. It returns r, and the name of the local
 // booking of a request that waits for it, or 0.
-func (f *outageStore) inGrace(now time.Time, until int64, r reservation, maxWait time.Duration) (reservation, holdID) {
+func (f *outageStore) inGrace(now time.Time, until int64, r Reservation, maxWait time.Duration) (Reservation, holdID) {
 	if now.UnixNano() >= until {
 		if f.graceUntil.CompareAndSwap(until, 0) {
 			f.local.unsettle(now)
 		}
 		return r, 0
 	}
-	if !r.ok || len(r.buckets) == 0 {
+	if !r.OK || len(r.Buckets) == 0 {
 		return r, 0
 	}
 	lb := f.local.reserveGrace(now, &r, maxWait, f.graceShare())
-	if lb.ok && lb.wait > r.wait {
-		r.wait, r.limiter = lb.wait, lb.limiter
+	if lb.ok && lb.wait > r.Wait {
+		r.Wait, r.Limiter = lb.wait, lb.limiter
 	}
 	if lb.ok {
 		return r, lb.id
@@ -288,7 +288,7 @@ func (f *outageStore) inGrace(now time.Time, until int64, r reservation, maxWait
 // then a second one from the shared bucket.
 //
 // A probe's or a grace period's settled limiters stay (see inGrace).
-func (f *outageStore) reserveShared(ctx context.Context, bs []bucket, maxWait time.Duration, probe bool) (reservation, error) {
+func (f *outageStore) reserveShared(ctx context.Context, bs []Bucket, maxWait time.Duration, probe bool) (Reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
 		withDebt = bs
@@ -297,47 +297,47 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []bucket, maxWait ti
 	switch {
 	case err != nil:
 		f.local.releaseDebts(debts)
-		return reservation{}, err
+		return Reservation{}, err
 	case debts != nil:
 		f.local.settleDebts(debts, probe || f.graceUntil.Load() != 0)
 	}
-	if !r.ok && len(bs) > 0 && &withDebt[0] != &bs[0] {
+	if !r.OK && len(bs) > 0 && &withDebt[0] != &bs[0] {
 		// The debt pushed the wait beyond what the request accepts: the
 		// request must not fail for it, so it is booked alone and the
 		// debt forgotten.
 		if r, err = f.callReserve(ctx, bs, maxWait); err != nil {
-			return reservation{}, err
+			return Reservation{}, err
 		}
 	}
-	r.buckets = bs // the Transport's view; the costs differ only by the debt
+	r.Buckets = bs // the Transport's view; the costs differ only by the debt
 	return r, nil
 }
 
 // callReserve runs one reserve on Redis within the timeout. A reservation
 // that arrives after the caller gave up on it is cancelled, so an abandoned
 // call books nothing (unless the cancel itself fails).
-func (f *outageStore) callReserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (f *outageStore) callReserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
 	timeout := f.callTimeout()
 	if !f.reserveGuard {
 		// unguarded, not bounded: its call does not escape, so the
 		// closure costs no allocation on every request's path.
-		return unguarded(ctx, timeout, func(ctx context.Context) (reservation, error) {
-			return f.primary.reserve(ctx, bs, maxWait)
+		return unguarded(ctx, timeout, func(ctx context.Context) (Reservation, error) {
+			return f.primary.Reserve(ctx, bs, maxWait)
 		})
 	}
-	return bounded(ctx, timeout, true, func(ctx context.Context) (reservation, error) {
-		return f.primary.reserve(ctx, bs, maxWait)
-	}, func(r reservation) {
+	return bounded(ctx, timeout, true, func(ctx context.Context) (Reservation, error) {
+		return f.primary.Reserve(ctx, bs, maxWait)
+	}, func(r Reservation) {
 		_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, r.cancel(ctx)
+			return struct{}{}, r.Cancel(ctx)
 		}, nil)
 	})
 }
 
-func (f *outageStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+func (f *outageStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
 	if f.brk.closed() {
 		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, f.primary.pause(ctx, bs, d)
+			return struct{}{}, f.primary.Pause(ctx, bs, d)
 		}, nil)
 		if err == nil {
 			return nil
@@ -354,16 +354,16 @@ func (f *outageStore) pause(ctx context.Context, bs []bucket, d time.Duration) e
 	return nil
 }
 
-// limit passes a cap to the shared buckets. During an outage it is
+// Limit passes a cap to the shared buckets. During an outage it is
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *outageStore) limit(ctx context.Context, b bucket, c capSpec) error {
+func (f *outageStore) Limit(ctx context.Context, b Bucket, c Cap) error {
 	if !f.brk.closed() {
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f.primary.limit(ctx, b, c)
+		return struct{}{}, f.primary.Limit(ctx, b, c)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -371,14 +371,14 @@ func (f *outageStore) limit(ctx context.Context, b bucket, c capSpec) error {
 	return err
 }
 
-// held asks the shared buckets; during an outage this replica's own
+// Held asks the shared buckets; during an outage this replica's own
 // pauses (listen) are all it knows, and they hold its waiters already.
-func (f *outageStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+func (f *outageStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
 	if !f.brk.closed() {
 		return 0, nil
 	}
 	d, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (time.Duration, error) {
-		return f.primary.held(ctx, bs)
+		return f.primary.Held(ctx, bs)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)

@@ -26,7 +26,7 @@ type localBuckets struct {
 	m     map[string]*localBucket
 	held  map[holdID]heldLocal // waiting bookings, for cancels
 	next  holdID               // the last holdID given out
-	sweep sweeper
+	sweep Sweeper
 	// latest is the latest time any limiter was used at. Callers read the
 	// clock before taking the lock, so their times arrive out of order,
 	// and a rate.Limiter used at an earlier time than before moves its
@@ -75,15 +75,15 @@ func newLocalBuckets(now time.Time) *localBuckets {
 	return &localBuckets{
 		m:     make(map[string]*localBucket),
 		held:  make(map[holdID]heldLocal),
-		sweep: newSweeper(now.UnixNano()),
+		sweep: NewSweeper(now.UnixNano()),
 	}
 }
 
 // sized returns the limit and burst of b scaled by share: the rule's rate
 // times share, and its burst times share rounded down, at least 1.
-func sized(b *bucket, share float64) (rate.Limit, int) {
-	perSecond := float64(time.Second) / float64(b.interval)
-	burst := max(int(math.Floor(float64(b.burst)*share)), 1)
+func sized(b *Bucket, share float64) (rate.Limit, int) {
+	perSecond := float64(time.Second) / float64(b.Interval)
+	burst := max(int(math.Floor(float64(b.Burst)*share)), 1)
 	return rate.Limit(perSecond * share), burst
 }
 
@@ -96,12 +96,12 @@ func (l *localBuckets) at(now time.Time) time.Time {
 
 // get returns the limiter of b sized for share, making it if needed.
 // l.mu must be held.
-func (l *localBuckets) get(now time.Time, b *bucket, share float64) *localBucket {
-	e := l.m[b.key]
+func (l *localBuckets) get(now time.Time, b *Bucket, share float64) *localBucket {
+	e := l.m[b.Key]
 	if e == nil {
 		lim, burst := sized(b, share)
 		e = &localBucket{lim: rate.NewLimiter(lim, burst), share: share}
-		l.m[b.key] = e
+		l.m[b.Key] = e
 		l.n.Store(int64(len(l.m)))
 		return e
 	}
@@ -134,7 +134,7 @@ type localBooked struct {
 // reserveGrace) a new limiter is settled from the start; in the outage a
 // limiter spends anew, so it is no longer settled.
 type localRequest struct {
-	bs      []bucket
+	bs      []Bucket
 	skip    []int
 	grace   bool
 	maxWait time.Duration
@@ -143,7 +143,7 @@ type localRequest struct {
 
 // reserve books one slot for a request in the buckets bs, all or nothing,
 // if it can depart within maxWait.
-func (l *localBuckets) reserve(now time.Time, bs []bucket, maxWait time.Duration, share float64) localBooked {
+func (l *localBuckets) reserve(now time.Time, bs []Bucket, maxWait time.Duration, share float64) localBooked {
 	return l.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share})
 }
 
@@ -178,8 +178,8 @@ func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 //
 // Limiters made here are settled at once: what they spend is booked in
 // Redis as well, so it is owed nothing.
-func (l *localBuckets) reserveGrace(now time.Time, r *reservation, maxWait time.Duration, share float64) localBooked {
-	return l.reserveFor(now, localRequest{bs: r.buckets, skip: r.deferred, grace: true, maxWait: maxWait, share: share})
+func (l *localBuckets) reserveGrace(now time.Time, r *Reservation, maxWait time.Duration, share float64) localBooked {
+	return l.reserveFor(now, localRequest{bs: r.Buckets, skip: r.Deferred, grace: true, maxWait: maxWait, share: share})
 }
 
 // book reserves one slot in each bucket of q.bs but those at the indices
@@ -194,7 +194,7 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 		if slices.Contains(q.skip, i) {
 			continue
 		}
-		_, known := l.m[bs[i].key]
+		_, known := l.m[bs[i].Key]
 		e := l.get(now, &bs[i], share)
 		switch {
 		case !q.grace:
@@ -205,10 +205,10 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 		at := later(l.at(now), e.pausedUntil)
 		// A cost above the local burst (a share of the rule's burst) is
 		// booked in burst-sized parts, one after the other.
-		for left := bs[i].cost; left > 0; {
+		for left := bs[i].Cost; left > 0; {
 			n := min(left, int64(e.lim.Burst()))
 			r := e.lim.ReserveN(at, int(n))
-			d := waitNever
+			d := WaitNever
 			if r.OK() {
 				parts = append(parts, heldPart{r, at})
 				d = r.DelayFrom(now)
@@ -246,7 +246,7 @@ func cancelParts(now time.Time, parts []heldPart) {
 
 // pause holds the buckets bs shut until now+d; afterwards each lets one
 // request of cost 1 go, then refills from empty, as gcraPause does.
-func (l *localBuckets) pause(now time.Time, bs []bucket, d time.Duration, share float64) {
+func (l *localBuckets) pause(now time.Time, bs []Bucket, d time.Duration, share float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	until := l.at(now).Add(max(d, 0))
@@ -273,21 +273,21 @@ func (l *localBuckets) pause(now time.Time, bs []bucket, d time.Duration, share 
 // The limiters stay in use (the Redis call may fail) but are marked, so no
 // concurrent request books the same debt; settleDebts drops them once
 // Redis has booked it, releaseDebts unmarks them if it could not.
-func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) {
+func (l *localBuckets) takeDebts(now time.Time, bs []Bucket) ([]Bucket, []debt) {
 	if l.n.Load() == 0 {
 		return nil, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []bucket
+	var out []Bucket
 	var debts []debt
 	for i := range bs {
-		e := l.m[bs[i].key]
+		e := l.m[bs[i].Key]
 		if e == nil || e.settling || e.settled {
 			continue
 		}
 		e.settling = true
-		debts = append(debts, debt{bs[i].key, e})
+		debts = append(debts, debt{bs[i].Key, e})
 		now := l.at(now)
 		at := later(now, e.pausedUntil)
 		spent := float64(e.lim.Burst()) - e.lim.TokensAt(at)
@@ -297,9 +297,9 @@ func (l *localBuckets) takeDebts(now time.Time, bs []bucket) ([]bucket, []debt) 
 			continue
 		}
 		if out == nil {
-			out = append([]bucket(nil), bs...)
+			out = append([]Bucket(nil), bs...)
 		}
-		out[i].cost = min(satAdd(out[i].cost, owed), out[i].burst)
+		out[i].Cost = min(SatAdd(out[i].Cost, owed), out[i].Burst)
 	}
 	return out, debts
 }
@@ -357,7 +357,7 @@ func (l *localBuckets) releaseDebts(debts []debt) {
 // held reservations whose departure has passed, when the map has doubled
 // or a sweep is due. l.mu must be held.
 func (l *localBuckets) maybeSweep(now time.Time) {
-	if !l.sweep.due(len(l.m)+len(l.held), now.UnixNano()) {
+	if !l.sweep.Due(len(l.m)+len(l.held), now.UnixNano()) {
 		return
 	}
 	for k, e := range l.m {
@@ -381,7 +381,7 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 	}
 	l.m, l.held = m, held
 	l.n.Store(int64(len(l.m)))
-	l.sweep.swept(len(m)+len(held), now.UnixNano())
+	l.sweep.Swept(len(m)+len(held), now.UnixNano())
 }
 
 // len returns the number of limiters and held reservations, for tests.

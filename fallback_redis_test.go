@@ -200,17 +200,17 @@ func storeWaitsFor(t *testing.T, f *outageStore, d, bound time.Duration) storeWa
 	stalls := watchStalls(t)
 	defer stalls.stop()
 	var w storeWaits
-	b := []bucket{{key: "stall", rule: "stall", interval: time.Millisecond, burst: 1000, cost: 1}}
+	b := []Bucket{{Key: "stall", Rule: "stall", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		start := time.Now()
-		r, err := f.reserve(context.Background(), b, time.Hour)
+		r, err := f.Reserve(context.Background(), b, time.Hour)
 		done := time.Now()
 		took := done.Sub(start)
 		if err != nil {
 			t.Fatalf("reserve: %v", err)
 		}
-		if r.ok && r.wait > 0 {
-			time.Sleep(r.wait)
+		if r.OK && r.Wait > 0 {
+			time.Sleep(r.Wait)
 		}
 		w.n++
 		w.worst = max(w.worst, took)
@@ -351,9 +351,9 @@ func TestOutageStallAndLatency(t *testing.T) {
 // waitMode drives reserves until f reaches mode m, for up to 5 s.
 func waitMode(t *testing.T, f *outageStore, m Mode) {
 	t.Helper()
-	b := []bucket{{key: "wait", rule: "wait", interval: time.Millisecond, burst: 1000, cost: 1}}
+	b := []Bucket{{Key: "wait", Rule: "wait", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if _, err := f.reserve(context.Background(), b, time.Hour); err != nil {
+		if _, err := f.Reserve(context.Background(), b, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if f.mode() == m {
@@ -455,7 +455,7 @@ func TestOutageOptionErrors(t *testing.T) {
 //	go test -run '^$' -bench 'Redis' -benchmem .
 func BenchmarkRedisFallback(b *testing.B) {
 	srv := redistest.Start(b)
-	bs := []bucket{{key: "bench-rule", rule: "bench-rule", interval: time.Microsecond, burst: 1 << 20, cost: 1}}
+	bs := []Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 	for _, tc := range []struct {
 		name     string
 		ctxAware bool
@@ -468,14 +468,14 @@ func BenchmarkRedisFallback(b *testing.B) {
 		rdb := srv.ClientWith(b, opt)
 		f := redisOutageStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name, outage: outageSettings{timeout: time.Second}}, systemClock{})
 		ctx := context.Background()
-		if _, err := f.reserve(ctx, bs, time.Second); err != nil { // load the script
+		if _, err := f.Reserve(ctx, bs, time.Second); err != nil { // load the script
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				r, err := f.reserve(ctx, bs, time.Second)
-				if err != nil || !r.ok {
+				r, err := f.Reserve(ctx, bs, time.Second)
+				if err != nil || !r.OK {
 					b.Fatalf("reserve: %+v, %v", r, err)
 				}
 			}

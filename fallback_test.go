@@ -53,39 +53,39 @@ func (s *flakyStore) wait(ctx context.Context) error {
 	return nil
 }
 
-func (s *flakyStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (s *flakyStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
 	if err := s.wait(ctx); err != nil {
-		return reservation{}, err
+		return Reservation{}, err
 	}
 	costs := make([]int64, len(bs))
 	for i := range bs {
-		costs[i] = bs[i].cost
+		costs[i] = bs[i].Cost
 	}
 	s.mu.Lock()
 	s.costs = append(s.costs, costs)
 	s.mu.Unlock()
-	return s.inner.reserve(ctx, bs, maxWait)
+	return s.inner.Reserve(ctx, bs, maxWait)
 }
 
-func (s *flakyStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+func (s *flakyStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.inner.pause(ctx, bs, d)
+	return s.inner.Pause(ctx, bs, d)
 }
 
-func (s *flakyStore) limit(ctx context.Context, b bucket, c capSpec) error {
+func (s *flakyStore) Limit(ctx context.Context, b Bucket, c Cap) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.inner.limit(ctx, b, c)
+	return s.inner.Limit(ctx, b, c)
 }
 
-func (s *flakyStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+func (s *flakyStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
 	if err := s.wait(ctx); err != nil {
 		return 0, err
 	}
-	return s.inner.held(ctx, bs)
+	return s.inner.Held(ctx, bs)
 }
 
 func (s *flakyStore) set(failing bool) {
@@ -103,8 +103,8 @@ func (s *flakyStore) callCount() int {
 var fbEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // fbBucket is a bucket of 100/s (interval 10 ms), burst 8.
-func fbBucket(key string) bucket {
-	return bucket{key: key, rule: key, interval: 10 * time.Millisecond, burst: 8, cost: 1}
+func fbBucket(key string) Bucket {
+	return Bucket{Key: key, Rule: key, Interval: 10 * time.Millisecond, Burst: 8, Cost: 1}
 }
 
 type fbHarness struct {
@@ -123,9 +123,9 @@ func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarnes
 	return h
 }
 
-func (h *fbHarness) reserve(t *testing.T, bs ...bucket) reservation {
+func (h *fbHarness) reserve(t *testing.T, bs ...Bucket) Reservation {
 	t.Helper()
-	r, err := h.f.reserve(context.Background(), bs, time.Hour)
+	r, err := h.f.Reserve(context.Background(), bs, time.Hour)
 	if err != nil {
 		t.Fatalf("reserve: %v", err)
 	}
@@ -146,13 +146,13 @@ func (h *fbHarness) change(t *testing.T) ModeChange {
 func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
 	h := newFBHarness(t, defaultOutageSettings(), nil)
 	b := fbBucket("a")
-	if r := h.reserve(t, b); !r.ok || h.f.mode() != ModeShared {
-		t.Fatalf("healthy: ok=%v mode=%v, want shared", r.ok, h.f.mode())
+	if r := h.reserve(t, b); !r.OK || h.f.mode() != ModeShared {
+		t.Fatalf("healthy: ok=%v mode=%v, want shared", r.OK, h.f.mode())
 	}
 
 	h.primary.set(true)
 	// The request that meets the failure is served locally at once.
-	if r := h.reserve(t, b); !r.ok || r.wait != 0 {
+	if r := h.reserve(t, b); !r.OK || r.Wait != 0 {
 		t.Fatalf("first failing request: %+v, want ok at once from the local bucket", r)
 	}
 	c := h.change(t)
@@ -192,19 +192,19 @@ func TestFallbackOutageModes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		mode  Mode
-		check func(t *testing.T, r reservation, err error)
+		check func(t *testing.T, r Reservation, err error)
 	}{
-		{"fallback", ModeFallback, func(t *testing.T, r reservation, err error) {
-			if err != nil || !r.ok {
+		{"fallback", ModeFallback, func(t *testing.T, r Reservation, err error) {
+			if err != nil || !r.OK {
 				t.Fatalf("got %+v, %v; want a local booking", r, err)
 			}
 		}},
-		{"fail open", ModeFailOpen, func(t *testing.T, r reservation, err error) {
-			if err != nil || !r.ok || r.wait != 0 {
+		{"fail open", ModeFailOpen, func(t *testing.T, r Reservation, err error) {
+			if err != nil || !r.OK || r.Wait != 0 {
 				t.Fatalf("got %+v, %v; want ok at once", r, err)
 			}
 		}},
-		{"fail closed", ModeFailClosed, func(t *testing.T, r reservation, err error) {
+		{"fail closed", ModeFailClosed, func(t *testing.T, r Reservation, err error) {
 			if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errFlaky) {
 				t.Fatalf("got %v, want ErrStoreUnavailable wrapping the cause", err)
 			}
@@ -219,8 +219,8 @@ func TestFallbackOutageModes(t *testing.T) {
 			// The failing call and the calls with the breaker open behave
 			// alike; fail open never runs out of a burst.
 			for range 20 {
-				r, err := h.f.reserve(context.Background(), []bucket{b}, 0)
-				if tc.mode == ModeFallback && err == nil && !r.ok {
+				r, err := h.f.Reserve(context.Background(), []Bucket{b}, 0)
+				if tc.mode == ModeFallback && err == nil && !r.OK {
 					break // the local burst is spent; not a failure
 				}
 				tc.check(t, r, err)
@@ -255,13 +255,13 @@ func TestFallbackShare(t *testing.T) {
 			h.primary.set(true)
 			b := fbBucket("a")
 			for i := range tc.wantBurst {
-				if r := h.reserve(t, b); r.wait != 0 {
-					t.Fatalf("request %d of the local burst waits %v", i, r.wait)
+				if r := h.reserve(t, b); r.Wait != 0 {
+					t.Fatalf("request %d of the local burst waits %v", i, r.Wait)
 				}
 			}
 			r := h.reserve(t, b)
-			if d := r.wait - tc.wantGap; d < -time.Microsecond || d > time.Microsecond {
-				t.Fatalf("first request past the burst waits %v, want %v", r.wait, tc.wantGap)
+			if d := r.Wait - tc.wantGap; d < -time.Microsecond || d > time.Microsecond {
+				t.Fatalf("first request past the burst waits %v, want %v", r.Wait, tc.wantGap)
 			}
 		})
 	}
@@ -275,7 +275,7 @@ func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
 	h.reserve(t, b) // 2 of the local burst of 4 spent
 	h.primary.set(false)
 	h.clk.Advance(probeEvery)
-	if r := h.reserve(t, b); !r.ok || h.f.mode() != ModeShared {
+	if r := h.reserve(t, b); !r.OK || h.f.mode() != ModeShared {
 		t.Fatalf("probe: %+v, mode %v", r, h.f.mode())
 	}
 	h.reserve(t, b)
@@ -331,16 +331,16 @@ func (h *fbHarness) returnNow() {
 
 // departures runs one replica's closed loop of requests for d, each
 // departing at its slot, and returns how many departed.
-func (h *fbHarness) departures(t *testing.T, b bucket, d time.Duration) int {
+func (h *fbHarness) departures(t *testing.T, b Bucket, d time.Duration) int {
 	t.Helper()
 	end := h.clk.Now().Add(d)
 	n := 0
 	for {
 		r := h.reserve(t, b)
-		if !r.ok {
+		if !r.OK {
 			t.Fatalf("refused: %+v", r)
 		}
-		h.clk.Advance(r.wait)
+		h.clk.Advance(r.Wait)
 		if !h.clk.Now().Before(end) {
 			return n
 		}
@@ -385,14 +385,14 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		h.returnNow()
 		h.reserve(t, a, b) // the probe: debt booked, local slot at 40 ms
 		r := h.reserve(t, a, b)
-		if r.wait != 80*time.Millisecond {
-			t.Fatalf("wait %v, want 80ms (the second local slot past the burst at 25/s)", r.wait)
+		if r.Wait != 80*time.Millisecond {
+			t.Fatalf("wait %v, want 80ms (the second local slot past the burst at 25/s)", r.Wait)
 		}
-		if err := r.cancel(context.Background()); err != nil {
+		if err := r.Cancel(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if r := h.reserve(t, a, b); r.wait != 80*time.Millisecond {
-			t.Fatalf("after a refund, wait %v, want the refunded 80ms local slot", r.wait)
+		if r := h.reserve(t, a, b); r.Wait != 80*time.Millisecond {
+			t.Fatalf("after a refund, wait %v, want the refunded 80ms local slot", r.Wait)
 		}
 	})
 	t.Run("a copy of the reservation gives both slots back, once", func(t *testing.T) {
@@ -405,21 +405,21 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		h.reserve(t, a, b)
 		r := h.reserve(t, a, b)
 		c := r
-		if err := c.cancel(context.Background()); err != nil {
+		if err := c.Cancel(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		// The next request takes the same local and shared slots: a second
 		// cancel of r, from either copy, must not give them away.
-		if r2 := h.reserve(t, a, b); r2.wait != 80*time.Millisecond {
-			t.Fatalf("after the copy's cancel, wait %v, want the 80ms local slot back", r2.wait)
+		if r2 := h.reserve(t, a, b); r2.Wait != 80*time.Millisecond {
+			t.Fatalf("after the copy's cancel, wait %v, want the 80ms local slot back", r2.Wait)
 		}
-		for _, x := range []*reservation{&r, &c} {
-			if err := x.cancel(context.Background()); err != nil {
+		for _, x := range []*Reservation{&r, &c} {
+			if err := x.Cancel(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if r3 := h.reserve(t, a, b); r3.wait != 120*time.Millisecond {
-			t.Fatalf("after second cancels, wait %v, want 120ms (nothing given back again)", r3.wait)
+		if r3 := h.reserve(t, a, b); r3.Wait != 120*time.Millisecond {
+			t.Fatalf("after second cancels, wait %v, want 120ms (nothing given back again)", r3.Wait)
 		}
 	})
 	t.Run("a local wait beyond what the request accepts yields to the shared slot", func(t *testing.T) {
@@ -429,12 +429,12 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		h.reserve(t, b)
 		h.reserve(t, b)
 		h.returnNow()
-		r, err := h.f.reserve(context.Background(), []bucket{b}, 10*time.Millisecond)
-		if err != nil || !r.ok {
+		r, err := h.f.Reserve(context.Background(), []Bucket{b}, 10*time.Millisecond)
+		if err != nil || !r.OK {
 			t.Fatalf("reserve: %+v, %v; want the shared slot", r, err)
 		}
-		if r.wait >= 40*time.Millisecond {
-			t.Fatalf("wait %v, want the shared slot's, under the local 40ms", r.wait)
+		if r.Wait >= 40*time.Millisecond {
+			t.Fatalf("wait %v, want the shared slot's, under the local 40ms", r.Wait)
 		}
 	})
 	t.Run("fail-open mode has no grace period", func(t *testing.T) {
@@ -460,24 +460,24 @@ func TestFallbackLocalRefundAndPause(t *testing.T) {
 		h.reserve(t, b)
 	}
 	r := h.reserve(t, b)
-	if r.wait != 10*time.Millisecond {
-		t.Fatalf("wait = %v, want 10ms", r.wait)
+	if r.Wait != 10*time.Millisecond {
+		t.Fatalf("wait = %v, want 10ms", r.Wait)
 	}
-	if err := r.cancel(context.Background()); err != nil {
+	if err := r.Cancel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r2 := h.reserve(t, b); r2.wait != 10*time.Millisecond {
-		t.Fatalf("after refund, wait = %v, want the refunded 10ms slot", r2.wait)
+	if r2 := h.reserve(t, b); r2.Wait != 10*time.Millisecond {
+		t.Fatalf("after refund, wait = %v, want the refunded 10ms slot", r2.Wait)
 	}
 
-	if err := h.f.pause(context.Background(), []bucket{b}, time.Second); err != nil {
+	if err := h.f.Pause(context.Background(), []Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.reserve(t, b); r.wait != time.Second {
-		t.Fatalf("after a 1s pause, wait = %v, want 1s", r.wait)
+	if r := h.reserve(t, b); r.Wait != time.Second {
+		t.Fatalf("after a 1s pause, wait = %v, want 1s", r.Wait)
 	}
-	if r := h.reserve(t, b); r.wait != time.Second+10*time.Millisecond {
-		t.Fatalf("second after the pause waits %v, want 1.01s (refill from empty)", r.wait)
+	if r := h.reserve(t, b); r.Wait != time.Second+10*time.Millisecond {
+		t.Fatalf("second after the pause waits %v, want 1.01s (refill from empty)", r.Wait)
 	}
 }
 
@@ -485,23 +485,23 @@ func TestFallbackAllOrNothingAndCost(t *testing.T) {
 	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
 	h.primary.set(true)
 	a, b := fbBucket("a"), fbBucket("b")
-	b.interval, b.burst = time.Second, 1 // share 1/4: burst 1, one token per 4s
-	if _, err := h.f.reserve(context.Background(), []bucket{a, b}, 0); err != nil {
+	b.Interval, b.Burst = time.Second, 1 // share 1/4: burst 1, one token per 4s
+	if _, err := h.f.Reserve(context.Background(), []Bucket{a, b}, 0); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := h.f.reserve(context.Background(), []bucket{a, b}, time.Second)
-	if r.ok || r.limiter != 1 {
+	r, _ := h.f.Reserve(context.Background(), []Bucket{a, b}, time.Second)
+	if r.OK || r.Limiter != 1 {
 		t.Fatalf("got %+v, want refused by bucket b", r)
 	}
 	// Refused: a's tokens went back, so a's local burst (2) has one left.
-	if r := h.reserve(t, a); r.wait != 0 {
-		t.Fatalf("a after a refused request waits %v, want 0", r.wait)
+	if r := h.reserve(t, a); r.Wait != 0 {
+		t.Fatalf("a after a refused request waits %v, want 0", r.Wait)
 	}
 	// A cost above the local burst (2) is booked in parts.
 	big := fbBucket("c")
-	big.cost = 8
-	if r := h.reserve(t, big); r.wait != 240*time.Millisecond {
-		t.Fatalf("cost 8 at 25/s with burst 2 waits %v, want 240ms", r.wait)
+	big.Cost = 8
+	if r := h.reserve(t, big); r.Wait != 240*time.Millisecond {
+		t.Fatalf("cost 8 at 25/s with burst 2 waits %v, want 240ms", r.Wait)
 	}
 }
 
@@ -511,7 +511,7 @@ func TestFallbackSweepsIdleLimiters(t *testing.T) {
 	for i := range 3 {
 		h.reserve(t, fbBucket(string(rune('a'+i))))
 	}
-	h.clk.Advance(sweepEvery)
+	h.clk.Advance(SweepEvery)
 	h.reserve(t, fbBucket("z"))
 	if n, _ := h.f.local.len(); n != 1 {
 		t.Fatalf("%d limiters after a sweep, want 1 (the idle ones dropped)", n)
@@ -525,7 +525,7 @@ func TestFallbackCallerCancelDoesNotTrip(t *testing.T) {
 	h.primary.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.f.reserve(ctx, []bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
+	if _, err := h.f.Reserve(ctx, []Bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if h.f.mode() != ModeShared {
@@ -551,7 +551,7 @@ func TestFallbackTimeout(t *testing.T) {
 			if f.callTimeout() != coldTimeout {
 				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), coldTimeout)
 			}
-			if _, err := f.reserve(context.Background(), []bucket{fbBucket("warm")}, time.Hour); err != nil {
+			if _, err := f.Reserve(context.Background(), []Bucket{fbBucket("warm")}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			if f.callTimeout() != os.timeout {
@@ -563,9 +563,9 @@ func TestFallbackTimeout(t *testing.T) {
 			primary.stall = stall
 			primary.mu.Unlock()
 			start := time.Now()
-			r, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour)
+			r, err := f.Reserve(context.Background(), []Bucket{fbBucket("a")}, time.Hour)
 			took := time.Since(start)
-			if err != nil || !r.ok {
+			if err != nil || !r.OK {
 				t.Fatalf("got %+v, %v; want a local booking", r, err)
 			}
 			// Generous: the machine is shared. The fault tests measure the
@@ -597,7 +597,7 @@ func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 		got <- f.mode()
 	}
 	f = newOutageStore(primary, os, clk, outageWiring{})
-	if _, err := f.reserve(context.Background(), []bucket{fbBucket("a")}, time.Hour); err != nil {
+	if _, err := f.Reserve(context.Background(), []Bucket{fbBucket("a")}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -626,11 +626,11 @@ func TestFallbackFailedProbeKeepsLocalQueue(t *testing.T) {
 	b := fbBucket("a") // share 1/8: burst 1, one slot per 80 ms
 	var last time.Duration
 	for range 4 {
-		last = h.reserve(t, b).wait
+		last = h.reserve(t, b).Wait
 	}
 	h.clk.Advance(probeEvery)
-	if r := h.reserve(t, b); r.wait != last+80*time.Millisecond-probeEvery {
-		t.Fatalf("after a failed probe, wait = %v, want the queue continued: %v", r.wait, last+80*time.Millisecond-probeEvery)
+	if r := h.reserve(t, b); r.Wait != last+80*time.Millisecond-probeEvery {
+		t.Fatalf("after a failed probe, wait = %v, want the queue continued: %v", r.Wait, last+80*time.Millisecond-probeEvery)
 	}
 }
 
@@ -642,7 +642,7 @@ func TestFallbackClockStepsBack(t *testing.T) {
 	b := fbBucket("a")
 	h.reserve(t, b)
 	h.clk.Advance(-time.Second)
-	if r := h.reserve(t, b); r.wait != time.Second+80*time.Millisecond {
-		t.Fatalf("after the clock stepped back 1s, wait = %v, want 1.08s", r.wait)
+	if r := h.reserve(t, b); r.Wait != time.Second+80*time.Millisecond {
+		t.Fatalf("after the clock stepped back 1s, wait = %v, want 1.08s", r.Wait)
 	}
 }

@@ -31,7 +31,7 @@ const maxQuotaWindow = 366 * 24 * time.Hour
 // it and holds its own waiters alike (reservation.held). A response that
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
 // at what the server leaves the fleet (store.limit).
-func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *http.Response) header.Signal {
+func (t *Transport) listen(ctx context.Context, bs []Bucket, bk booking, resp *http.Response) header.Signal {
 	sig := t.signal(resp)
 	if len(bs) == 0 || t.noFeedback {
 		return sig
@@ -46,14 +46,14 @@ func (t *Transport) listen(ctx context.Context, bs []bucket, bk booking, resp *h
 		// so that it comes no later than the store's: a slot booked after
 		// the pause is not held back (waitQueue.heldLocked allows the
 		// lateness tolerance for the rest).
-		_ = t.store.pause(ctx, bs, act.pause)
+		_ = t.store.Pause(ctx, bs, act.pause)
 		t.queue.hold(bs, now, now.Add(act.pause))
 		t.views.paused(bs, now.Add(act.pause).UnixNano(), now.UnixNano())
 	}
 	for _, c := range act.caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
-		_ = t.store.limit(ctx, bs[c.i], c.spec)
+		_ = t.store.Limit(ctx, bs[c.i], c.spec)
 	}
 	return sig
 }

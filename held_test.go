@@ -21,47 +21,47 @@ func TestRedisHeldReported(t *testing.T) {
 	ns := testNamespace(t)
 	a := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
 	b := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
-	one := []bucket{{key: "g", rule: "g", interval: time.Millisecond, burst: 5, cost: 1}}
-	two := []bucket{one[0], {key: "e", rule: "e", interval: time.Millisecond, burst: 5, cost: 1}}
+	one := []Bucket{{Key: "g", Rule: "g", Interval: time.Millisecond, Burst: 5, Cost: 1}}
+	two := []Bucket{one[0], {Key: "e", Rule: "e", Interval: time.Millisecond, Burst: 5, Cost: 1}}
 
-	if r, err := b.reserve(ctx, two, time.Second); err != nil || !r.ok || r.held != 0 {
+	if r, err := b.Reserve(ctx, two, time.Second); err != nil || !r.OK || r.Held != 0 {
 		t.Fatalf("before any pause: %+v, %v; want booked, held 0", r, err)
 	}
 	const pause = 400 * time.Millisecond
-	if err := a.pause(ctx, one, pause); err != nil {
+	if err := a.Pause(ctx, one, pause); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, bs []bucket, maxWait time.Duration) reservation {
+	check := func(what string, bs []Bucket, maxWait time.Duration) Reservation {
 		t.Helper()
-		r, err := b.reserve(ctx, bs, maxWait)
+		r, err := b.Reserve(ctx, bs, maxWait)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if r.held <= 0 || r.held > pause {
-			t.Errorf("%s: held %v, want the pause's remaining part of %v", what, r.held, pause)
+		if r.Held <= 0 || r.Held > pause {
+			t.Errorf("%s: held %v, want the pause's remaining part of %v", what, r.Held, pause)
 		}
 		return r
 	}
 	r := check("one bucket, booked", one, time.Second)
-	if r.wait < r.held {
-		t.Errorf("booked at %v, inside the pause that ends in %v", r.wait, r.held)
+	if r.Wait < r.Held {
+		t.Errorf("booked at %v, inside the pause that ends in %v", r.Wait, r.Held)
 	}
 	check("one bucket, rejected", one, 0)
 	check("two buckets, one paused", two, time.Second)
 	// A refund and a cap keep the hold in the bucket, and hold.lua reads it.
-	if err := r.cancel(ctx); err != nil {
+	if err := r.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.limit(ctx, one[0], capSpec{rate: 5, span: time.Second}); err != nil {
+	if err := b.Limit(ctx, one[0], Cap{Rate: 5, Span: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a refund and a cap", one, 0)
-	if h, err := b.held(ctx, two); err != nil || h <= 0 || h > pause {
+	if h, err := b.Held(ctx, two); err != nil || h <= 0 || h > pause {
 		t.Errorf("held = %v, %v; want the pause's remaining part of %v", h, err, pause)
 	}
 
 	time.Sleep(pause)
-	if r, err := b.reserve(ctx, two, 2*time.Second); err != nil || r.held != 0 {
+	if r, err := b.Reserve(ctx, two, 2*time.Second); err != nil || r.Held != 0 {
 		t.Errorf("after the pause: %+v, %v; want held 0", r, err)
 	}
 }

@@ -20,16 +20,16 @@ import (
 //
 // reserve.lua runs the same steps in Redis, in microseconds.
 
-// satMul returns a·b for non-negative a and b, saturating at MaxInt64.
-func satMul(a, b int64) int64 {
+// SatMul returns a·b for non-negative a and b, saturating at MaxInt64.
+func SatMul(a, b int64) int64 {
 	if a != 0 && b > math.MaxInt64/a {
 		return math.MaxInt64
 	}
 	return a * b
 }
 
-// satAdd returns a+b for b ≥ 0, saturating at MaxInt64.
-func satAdd(a, b int64) int64 {
+// SatAdd returns a+b for b ≥ 0, saturating at MaxInt64.
+func SatAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64
 	}
@@ -45,9 +45,9 @@ func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
 	base := max(tat, now)
 	var at int64
 	if cost <= burst {
-		at = base - satMul(interval, burst-cost)
+		at = base - SatMul(interval, burst-cost)
 	} else {
-		at = satAdd(base, satMul(interval, cost-burst))
+		at = SatAdd(base, SatMul(interval, cost-burst))
 	}
 	return max(at, now)
 }
@@ -55,14 +55,14 @@ func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
 // gcraBook returns the TAT of a bucket after a request of cost units departs
 // at time at.
 func gcraBook(tat, at, interval, cost int64) int64 {
-	return satAdd(max(tat, at), satMul(interval, cost))
+	return SatAdd(max(tat, at), SatMul(interval, cost))
 }
 
 // gcraPause returns the TAT that holds a bucket shut until the time until:
 // the next request of cost 1 conforms at until, and the bucket refills from
 // empty afterwards, so a pause never ends in a burst.
 func gcraPause(tat, until, interval, burst int64) int64 {
-	return max(tat, satAdd(until, satMul(interval, burst-1)))
+	return max(tat, SatAdd(until, SatMul(interval, burst-1)))
 }
 
 // LeakyBucket is a GCRA leaky bucket for use within one process: the
@@ -101,10 +101,10 @@ func (b *LeakyBucket) AllowN(now time.Time, n int) bool {
 	return ok
 }
 
-// waitNever is the wait of a slot no bucket can give (a cost above the
+// WaitNever is the wait of a slot no bucket can give (a cost above the
 // burst; a rate.Reservation that is not OK in the outage's local buckets):
 // longer than any maxWait.
-const waitNever = time.Duration(math.MaxInt64)
+const WaitNever = time.Duration(math.MaxInt64)
 
 // ReserveN books a slot for a request of cost n at time now if the request
 // can depart within maxWait, and returns the wait until its slot. When the
@@ -114,7 +114,7 @@ const waitNever = time.Duration(math.MaxInt64)
 func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wait time.Duration, ok bool) {
 	cost := max(int64(n), 1)
 	if cost > b.burst {
-		return waitNever, false
+		return WaitNever, false
 	}
 	t := now.UnixNano()
 	iv := int64(b.interval)

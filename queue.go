@@ -45,7 +45,7 @@ func newWaitQueue(max int) *waitQueue {
 // its lane just after is held back too.
 // Pauses that have passed by now are dropped, so that partitioned buckets
 // leave no trail.
-func (q *waitQueue) hold(bs []bucket, now, until time.Time) {
+func (q *waitQueue) hold(bs []Bucket, now, until time.Time) {
 	end := until.UnixNano()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -55,7 +55,7 @@ func (q *waitQueue) hold(bs []bucket, now, until time.Time) {
 		}
 	}
 	for _, b := range bs {
-		q.held[b.key] = max(q.held[b.key], end)
+		q.held[b.Key] = max(q.held[b.Key], end)
 	}
 }
 
@@ -66,18 +66,18 @@ func (q *waitQueue) hold(bs []bucket, now, until time.Time) {
 // the pause's end here and in the store differ by the latency of the call
 // that set it.
 // q.mu must be held.
-func (q *waitQueue) heldLocked(bs []bucket, slot, now int64, slack time.Duration) bool {
+func (q *waitQueue) heldLocked(bs []Bucket, slot, now int64, slack time.Duration) bool {
 	if len(q.held) == 0 {
 		return false
 	}
 	held := false
 	for _, b := range bs {
-		end, ok := q.held[b.key]
+		end, ok := q.held[b.Key]
 		switch {
 		case !ok:
 		case end <= now:
-			delete(q.held, b.key)
-		case satAdd(slot, int64(slack)) < end:
+			delete(q.held, b.Key)
+		case SatAdd(slot, int64(slack)) < end:
 			held = true
 		}
 	}
@@ -87,12 +87,12 @@ func (q *waitQueue) heldLocked(bs []bucket, slot, now int64, slack time.Duration
 // full returns a QueueFullError if any bucket of bs already has the maximum
 // number of waiters. Checking before booking keeps a full queue from booking
 // slots it would only give back; enter checks again, exactly.
-func (q *waitQueue) full(bs []bucket) error {
+func (q *waitQueue) full(bs []Bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
-		if l := q.lanes[b.key]; l != nil && l.waiting >= q.max {
-			return &QueueFullError{Rule: b.rule, Waiting: l.waiting}
+		if l := q.lanes[b.Key]; l != nil && l.waiting >= q.max {
+			return &QueueFullError{Rule: b.Rule, Waiting: l.waiting}
 		}
 	}
 	return nil
@@ -100,19 +100,19 @@ func (q *waitQueue) full(bs []bucket) error {
 
 // enter counts a waiter in each of its buckets, or in none if any of them
 // already has the maximum number of waiters.
-func (q *waitQueue) enter(bs []bucket) error {
+func (q *waitQueue) enter(bs []Bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
-		if n := q.waitingLocked(b.key); n >= q.max {
-			return &QueueFullError{Rule: b.rule, Waiting: n}
+		if n := q.waitingLocked(b.Key); n >= q.max {
+			return &QueueFullError{Rule: b.Rule, Waiting: n}
 		}
 	}
 	for _, b := range bs {
-		l := q.lanes[b.key]
+		l := q.lanes[b.Key]
 		if l == nil {
 			l = &lane{}
-			q.lanes[b.key] = l
+			q.lanes[b.Key] = l
 		}
 		l.waiting++
 	}
@@ -127,13 +127,13 @@ func (q *waitQueue) waitingLocked(key string) int {
 }
 
 // leave uncounts a waiter that entered.
-func (q *waitQueue) leave(bs []bucket) {
+func (q *waitQueue) leave(bs []Bucket) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
-		if l := q.lanes[b.key]; l != nil {
+		if l := q.lanes[b.Key]; l != nil {
 			if l.waiting--; l.waiting <= 0 {
-				delete(q.lanes, b.key)
+				delete(q.lanes, b.Key)
 			}
 		}
 	}
@@ -151,7 +151,7 @@ const anyLateness time.Duration = -1
 // the slot, which was therefore booked before the pause: Transport.acquire
 // books it again, after the pause. A waiter with tolerance anyLateness
 // (or any other below 0) leaves on its slot whatever happened.
-func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tolerance time.Duration) error {
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []Bucket, wait, tolerance time.Duration) error {
 	slot := c.Now().Add(wait)
 	if err := sleep(ctx, c, wait); err != nil {
 		return err
@@ -168,12 +168,12 @@ func (q *waitQueue) depart(ctx context.Context, c Clock, bs []bucket, wait, tole
 		return errLate
 	}
 	for _, b := range bs {
-		if l := q.lanes[b.key]; l != nil && l.last != 0 {
-			at = max(at, satAdd(l.last, satMul(int64(b.interval), b.cost)))
+		if l := q.lanes[b.Key]; l != nil && l.last != 0 {
+			at = max(at, SatAdd(l.last, SatMul(int64(b.Interval), b.Cost)))
 		}
 	}
 	for _, b := range bs {
-		if l := q.lanes[b.key]; l != nil {
+		if l := q.lanes[b.Key]; l != nil {
 			l.last = at
 		}
 	}

@@ -10,34 +10,34 @@ import (
 )
 
 func TestWaitQueue(t *testing.T) {
-	a := bucket{key: "a", rule: "ra"}
-	b := bucket{key: "b", rule: "rb"}
+	a := Bucket{Key: "a", Rule: "ra"}
+	b := Bucket{Key: "b", Rule: "rb"}
 
 	t.Run("enter counts in every bucket, up to max", func(t *testing.T) {
 		q := newWaitQueue(2)
 		for range 2 {
-			if err := q.enter([]bucket{a, b}); err != nil {
+			if err := q.enter([]Bucket{a, b}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var qe *QueueFullError
-		if err := q.enter([]bucket{b}); !errors.As(err, &qe) || qe.Rule != "rb" || qe.Waiting != 2 {
+		if err := q.enter([]Bucket{b}); !errors.As(err, &qe) || qe.Rule != "rb" || qe.Waiting != 2 {
 			t.Fatalf("err %v, want *QueueFullError{rb, 2}", err)
 		}
-		if err := q.full([]bucket{a}); !errors.Is(err, ErrQueueFull) {
+		if err := q.full([]Bucket{a}); !errors.Is(err, ErrQueueFull) {
 			t.Fatalf("full: %v, want ErrQueueFull", err)
 		}
 	})
 
 	t.Run("all or nothing: a full bucket counts in no bucket", func(t *testing.T) {
 		q := newWaitQueue(1)
-		if err := q.enter([]bucket{b}); err != nil {
+		if err := q.enter([]Bucket{b}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.enter([]bucket{a, b}); !errors.Is(err, ErrQueueFull) {
+		if err := q.enter([]Bucket{a, b}); !errors.Is(err, ErrQueueFull) {
 			t.Fatalf("err %v, want ErrQueueFull", err)
 		}
-		if err := q.enter([]bucket{a}); err != nil {
+		if err := q.enter([]Bucket{a}); err != nil {
 			t.Fatalf("a was counted by a rejected entry: %v", err)
 		}
 	})
@@ -45,10 +45,10 @@ func TestWaitQueue(t *testing.T) {
 	t.Run("leave frees the place and deletes empty keys", func(t *testing.T) {
 		q := newWaitQueue(1)
 		for range 3 {
-			if err := q.enter([]bucket{a, b}); err != nil {
+			if err := q.enter([]Bucket{a, b}); err != nil {
 				t.Fatal(err)
 			}
-			q.leave([]bucket{a, b})
+			q.leave([]Bucket{a, b})
 		}
 		if len(q.lanes) != 0 {
 			t.Fatalf("lanes map holds %v after everyone left", q.lanes)

@@ -124,7 +124,7 @@ type quotaView struct {
 	// pausedUntil is the end of the latest pause this process knows of.
 	pausedUntil int64
 	// sent is the last cap this process sent, at sentAt.
-	sent   capSpec
+	sent   Cap
 	sentAt int64
 	// unsent is the units this process sent in the bucket and has not yet
 	// reported to the store (bucket.sent).
@@ -172,7 +172,7 @@ type feedbackActions struct {
 // bucketCap is a cap for the request's bucket i.
 type bucketCap struct {
 	i    int
-	spec capSpec
+	spec Cap
 }
 
 // viewLocked returns the view of key, made if needed. v.mu must be held.
@@ -211,20 +211,20 @@ func (v *quotaViews) sweepLocked(now int64) {
 
 // take moves the units sent and not yet reported in bs's buckets into
 // bs (bucket.sent), for the reservation about to be made at now.
-func (v *quotaViews) take(bs []bucket, now int64) {
+func (v *quotaViews) take(bs []Bucket, now int64) {
 	if v.unsent.Load() == 0 {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil {
+		if vw := v.views[bs[i].Key]; vw != nil {
 			vw.touched = now
 		}
 	}
 	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil && vw.unsent > 0 {
-			bs[i].sent, vw.unsent = vw.unsent, 0
+		if vw := v.views[bs[i].Key]; vw != nil && vw.unsent > 0 {
+			bs[i].Sent, vw.unsent = vw.unsent, 0
 			v.unsent.Add(-1)
 			if now := vw.touched; now > vw.unsentSince {
 				vw.delay += reportDelayWeight * (float64(now-vw.unsentSince)/2 - vw.delay)
@@ -240,12 +240,12 @@ const reportDelayWeight = 0.1
 // untake puts back what take moved into bs, for the buckets the store did
 // not count it in: all of them when r is nil (the call failed) or not
 // booked, the deferred ones otherwise.
-func (v *quotaViews) untake(bs []bucket, r *reservation, now int64) {
+func (v *quotaViews) untake(bs []Bucket, r *Reservation, now int64) {
 	for i := range bs {
-		if bs[i].sent > 0 && (r == nil || !r.reported(i)) {
-			v.report(&bs[i], bs[i].sent, now)
+		if bs[i].Sent > 0 && (r == nil || !r.Reported(i)) {
+			v.report(&bs[i], bs[i].Sent, now)
 		}
-		bs[i].sent = 0
+		bs[i].Sent = 0
 	}
 }
 
@@ -263,24 +263,24 @@ func (v *quotaViews) untake(bs []bucket, r *reservation, now int64) {
 // counts the bucket, what waits to be reported is held to a window of the
 // rule (quota.Rate and the burst): no more can have left in the window
 // the first reading looks back over.
-func (v *quotaViews) departed(bs []bucket, now int64) {
+func (v *quotaViews) departed(bs []Bucket, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
 		b := &bs[i]
-		vw := v.viewLocked(b.key, now)
+		vw := v.viewLocked(b.Key, now)
 		if vw.unsent == 0 {
 			v.unsent.Add(1)
 			vw.unsentSince = now
 		}
-		vw.unsent += b.cost
+		vw.unsent += b.Cost
 		if !vw.counted {
-			vw.unsent = min(vw.unsent, b.rate+b.burst)
+			vw.unsent = min(vw.unsent, b.Rate+b.Burst)
 		}
 	}
 }
 
-func (v *quotaViews) report(b *bucket, units, now int64) {
+func (v *quotaViews) report(b *Bucket, units, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.reportLocked(b, units, now)
@@ -288,8 +288,8 @@ func (v *quotaViews) report(b *bucket, units, now int64) {
 
 // reportLocked adds units, sent at now, to what b has to report. v.mu
 // must be held.
-func (v *quotaViews) reportLocked(b *bucket, units, now int64) {
-	vw := v.views[b.key]
+func (v *quotaViews) reportLocked(b *Bucket, units, now int64) {
+	vw := v.views[b.Key]
 	if vw == nil {
 		return
 	}
@@ -303,48 +303,48 @@ func (v *quotaViews) reportLocked(b *bucket, units, now int64) {
 // booked records a reservation made at now: a counted bucket's count goes
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
-func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
+func (v *quotaViews) booked(bs []Bucket, r *Reservation, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		c := r.count(i)
-		vw := v.views[bs[i].key]
+		c := r.Count(i)
+		vw := v.views[bs[i].Key]
 		if vw != nil {
 			vw.counted = c > 0
 		}
-		if c <= 0 && r.held <= 0 {
+		if c <= 0 && r.Held <= 0 {
 			continue
 		}
 		if vw == nil {
-			vw = v.viewLocked(bs[i].key, now)
+			vw = v.viewLocked(bs[i].Key, now)
 		}
 		vw.counted = c > 0
 		if c > 0 {
 			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
-		if r.held > 0 {
-			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
+		if r.Held > 0 {
+			vw.pausedUntil = max(vw.pausedUntil, SatAdd(now, int64(r.Held)))
 		}
 	}
 }
 
 // paused records a pause of bs until until.
-func (v *quotaViews) paused(bs []bucket, until, now int64) {
+func (v *quotaViews) paused(bs []Bucket, until, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		vw := v.viewLocked(bs[i].key, now)
+		vw := v.viewLocked(bs[i].Key, now)
 		vw.pausedUntil = max(vw.pausedUntil, until)
 	}
 }
 
 // recheck reports whether a waiter of bs departing at now should first ask
 // the store for a pause: one of bs was paused within recheckAfterPause.
-func (v *quotaViews) recheck(bs []bucket, now int64) bool {
+func (v *quotaViews) recheck(bs []Bucket, now int64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil && now < satAdd(vw.pausedUntil, int64(recheckAfterPause)) {
+		if vw := v.views[bs[i].Key]; vw != nil && now < SatAdd(vw.pausedUntil, int64(recheckAfterPause)) {
 			return true
 		}
 	}
@@ -353,14 +353,14 @@ func (v *quotaViews) recheck(bs []bucket, now int64) bool {
 
 // read works out what sig, the answer to a request booked as bk in bs,
 // asks of the store at now.
-func (v *quotaViews) read(bs []bucket, bk booking, sig header.Signal, now int64) feedbackActions {
+func (v *quotaViews) read(bs []Bucket, bk booking, sig header.Signal, now int64) feedbackActions {
 	var act feedbackActions
 	quotas := requestQuotas(sig.Quotas)
 	if !sig.Limited && !sig.HasRetryAfter && quotas == 0 {
 		if v.struck.Load() > 0 {
 			v.mu.Lock()
 			for i := range bs {
-				if vw := v.views[bs[i].key]; vw != nil && vw.strikes > 0 {
+				if vw := v.views[bs[i].Key]; vw != nil && vw.strikes > 0 {
 					vw.strikes = 0
 					v.struck.Add(-1)
 				}
@@ -373,7 +373,7 @@ func (v *quotaViews) read(bs []bucket, bk booking, sig header.Signal, now int64)
 	defer v.mu.Unlock()
 	vws := make([]*quotaView, len(bs))
 	for i := range bs {
-		vws[i] = v.viewLocked(bs[i].key, now)
+		vws[i] = v.viewLocked(bs[i].Key, now)
 		vws[i].detect(sig.Quotas, now)
 	}
 	act.pause = v.pauseLocked(vws, sig)
@@ -484,7 +484,7 @@ func (vw *quotaView) detect(qs []header.Quota, now int64) {
 		if !readable(q) || !q.HasReset || q.Reset <= 0 {
 			continue
 		}
-		at := satAdd(now, int64(q.Reset))
+		at := SatAdd(now, int64(q.Reset))
 		switch d := at - vw.resetAt; {
 		case vw.resetAt == 0:
 			vw.resetAt, vw.resetSince = at, now
@@ -508,17 +508,17 @@ func (vw *quotaView) detect(qs []header.Quota, now int64) {
 // request departing at depart whose bucket the store counts (counted);
 // force when it must reach the store whatever was sent before (a
 // rejection's); ok false when sig says nothing the model can use.
-func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Signal, now int64) (spec capSpec, force, ok bool) {
-	ruleRate := 1e9 / float64(b.interval)
-	countOnly := capSpec{span: countWindows * ruleWindow(b)}
+func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Signal, now int64) (spec Cap, force, ok bool) {
+	ruleRate := 1e9 / float64(b.Interval)
+	countOnly := Cap{Span: countWindows * ruleWindow(b)}
 	if !counted {
 		// Count first, to read the next answers.
 		if sig.Limited || requestQuotas(sig.Quotas) > 0 {
 			return countOnly, false, true
 		}
-		return capSpec{}, false, false
+		return Cap{}, false, false
 	}
-	best, bestOK := capSpec{}, false
+	best, bestOK := Cap{}, false
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
 		if !readable(q) {
@@ -528,8 +528,8 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 		if vw.window == 0 || w < vw.window {
 			vw.window = w
 		}
-		reserve := b.headroom*float64(q.Limit) + 1
-		var c capSpec
+		reserve := b.Headroom*float64(q.Limit) + 1
+		var c Cap
 		if vw.fixed && q.HasReset && q.Reset > 0 {
 			// What remains until the reset, less what the fleet has
 			// sent since this request (as far as this process knows).
@@ -544,7 +544,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 			// quota for the whole window.
 			room := float64(q.Remaining) - reserve - float64(since)
 			in := max(q.Reset-resetRounding, q.Reset/2)
-			c = capSpec{rate: max(room, 0) / in.Seconds(), span: in}
+			c = Cap{Rate: max(room, 0) / in.Seconds(), Span: in}
 		} else {
 			own, covered, ok := vw.ledger.window(int64(w), depart)
 			if !ok || covered < int64(w)/minCoveredShare || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
@@ -560,45 +560,45 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 				others = reserve + (others-reserve)*float64(w)/float64(covered)
 			}
 			room := float64(q.Limit) - others - reserve
-			c = capSpec{rate: room / w.Seconds(), span: capWindows * w}
+			c = Cap{Rate: room / w.Seconds(), Span: capWindows * w}
 		}
-		c.rate = max(c.rate, minUnitsPerWindow/w.Seconds())
-		if c.rate*w.Seconds()+1 >= ruleRate*w.Seconds()-1e-3 {
+		c.Rate = max(c.Rate, minUnitsPerWindow/w.Seconds())
+		if c.Rate*w.Seconds()+1 >= ruleRate*w.Seconds()-1e-3 {
 			// Within a unit a window of the rule: the reserve's extra unit
 			// is for a quota shared with others; alone, the rule is it.
-			c.rate = ruleRate
+			c.Rate = ruleRate
 		}
-		if !bestOK || c.rate < best.rate {
+		if !bestOK || c.Rate < best.Rate {
 			best, bestOK = c, true
 		}
 	}
 	switch {
 	case bestOK:
-		if best.rate >= ruleRate {
+		if best.Rate >= ruleRate {
 			return countOnly, false, true
 		}
 		// A rejection's cap goes at once: the waiters a pause sends back
 		// book again at the rate in force when it ends.
 		return best, sig.Limited, true
 	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
-		return capSpec{}, false, false
+		return Cap{}, false, false
 	}
 	// A rejection with no quota report: see the file's comment.
 	w := ruleWindow(b)
 	own, covered, ok := vw.ledger.window(int64(w), depart)
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
-		return capSpec{}, false, false
+		return Cap{}, false, false
 	}
-	rate := max((float64(own)-b.headroom*float64(b.rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	rate := max((float64(own)-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
 		return countOnly, false, true
 	}
-	slope := b.headroom * ruleRate / (climbWindows * w.Seconds())
+	slope := b.Headroom * ruleRate / (climbWindows * w.Seconds())
 	if slope <= 0 {
 		slope = ruleRate / (climbWindows * w.Seconds())
 	}
 	span := time.Duration((ruleRate - rate) / slope * 1e9)
-	return capSpec{rate: rate, slope: slope, span: max(span, countOnly.span)}, true, true
+	return Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
 }
 
 // shouldSend reports whether spec must go to the store: a rejection's cap
@@ -609,7 +609,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 // rule; none where there was a cap, always), or when the last one is half
 // through its span; and never more often than ledgerSamplesPerW times a
 // window, so a busy bucket costs the store a few calls a window.
-func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) bool {
+func (vw *quotaView) shouldSend(spec Cap, force bool, b *Bucket, now int64) bool {
 	if force || vw.sentAt == 0 {
 		return true
 	}
@@ -617,21 +617,21 @@ func (vw *quotaView) shouldSend(spec capSpec, force bool, b *bucket, now int64) 
 	if since < int64(ruleWindow(b))/ledgerSamplesPerW {
 		return false
 	}
-	ruleRate := 1e9 / float64(b.interval)
+	ruleRate := 1e9 / float64(b.Interval)
 	switch {
-	case vw.sent.rate == 0 && spec.rate > 0:
+	case vw.sent.Rate == 0 && spec.Rate > 0:
 		// From the rule to a cap: only for more than the drift, so that
 		// a reading a unit or two low, jitter at a quota the fleet has
 		// alone, costs nothing.
-		return spec.rate < ruleRate*(1-maxCapDrift)
-	case spec.rate == 0 && vw.sent.rate > 0:
+		return spec.Rate < ruleRate*(1-maxCapDrift)
+	case spec.Rate == 0 && vw.sent.Rate > 0:
 		return true
-	case spec.rate > 0 && spec.rate < vw.sent.rate:
+	case spec.Rate > 0 && spec.Rate < vw.sent.Rate:
 		return true
-	case spec.rate-vw.sent.rate > maxCapDrift*ruleRate:
+	case spec.Rate-vw.sent.Rate > maxCapDrift*ruleRate:
 		return true
 	}
-	return since >= int64(vw.sent.span)/2
+	return since >= int64(vw.sent.Span)/2
 }
 
 // maxCapDrift is how far, as a share of the rule, a new cap may rise above
@@ -643,7 +643,7 @@ const maxCapDrift = 0.02
 // over a window much longer than that finds no ledger reaching back so far
 // and caps nothing by the sliding reading (a day-long policy beside a
 // burst one); a fixed window needs only the ledger's last samples.
-func (vw *quotaView) span(b *bucket) time.Duration {
+func (vw *quotaView) span(b *Bucket) time.Duration {
 	if vw.window > 0 {
 		return vw.window
 	}
@@ -652,16 +652,16 @@ func (vw *quotaView) span(b *bucket) time.Duration {
 
 // ruleWindow returns the rule's period: the window the model assumes when
 // the server names none and reports no limit.
-func ruleWindow(b *bucket) time.Duration { return max(b.period, time.Millisecond) }
+func ruleWindow(b *Bucket) time.Duration { return max(b.Period, time.Millisecond) }
 
 // quotaWindow returns q's window: the one the server names, else the time
 // the rule takes to spend q's limit (the rule's period when the rule is the
 // quota).
-func quotaWindow(q *header.Quota, b *bucket) time.Duration {
+func quotaWindow(q *header.Quota, b *Bucket) time.Duration {
 	if q.Window > 0 {
 		return q.Window
 	}
-	w := float64(b.period) * float64(q.Limit) / float64(max(b.rate, 1))
+	w := float64(b.Period) * float64(q.Limit) / float64(max(b.Rate, 1))
 	return time.Duration(min(max(w, float64(time.Millisecond)), float64(maxQuotaWindow)))
 }
 

@@ -10,16 +10,16 @@ import (
 
 // quotaBucket is a bucket of a rule of 100 per second, burst 1, at the
 // default headroom: a rule equal to a quota of 100 per second.
-func quotaBucket() bucket {
+func quotaBucket() Bucket {
 	l := Limit{Rate: 100, Period: time.Second, Burst: 1}
-	return bucket{key: "api", rule: "api", interval: l.interval(DefaultHeadroom), burst: 1, cost: 1,
-		rate: int64(l.Rate), period: l.Period, headroom: DefaultHeadroom}
+	return Bucket{Key: "api", Rule: "api", Interval: l.interval(DefaultHeadroom), Burst: 1, Cost: 1,
+		Rate: int64(l.Rate), Period: l.Period, Headroom: DefaultHeadroom}
 }
 
 // fill gives vw a ledger in which the fleet sent perSecond units a second,
 // evenly, from from to to (Unix ns), sampled every 10 ms, the count
 // starting at start.
-func fill(vw *quotaView, b *bucket, start int64, from, to int64, perSecond float64) {
+func fill(vw *quotaView, b *Bucket, start int64, from, to int64, perSecond float64) {
 	spacing := int64(vw.span(b)) / ledgerSamplesPerW
 	for t := from; t <= to; t += int64(10 * time.Millisecond) {
 		vw.ledger.add(t, start+int64(math.Round(perSecond*float64(t-from)/1e9)), spacing)
@@ -33,7 +33,7 @@ func xrl(limit, remaining int64, reset time.Duration) header.Quota {
 func TestQuotaViewDecide(t *testing.T) {
 	sec := int64(time.Second)
 	b := quotaBucket()
-	ruleRate := 1e9 / float64(b.interval)
+	ruleRate := 1e9 / float64(b.Interval)
 	for _, tc := range []struct {
 		name    string
 		sig     header.Signal
@@ -74,20 +74,20 @@ func TestQuotaViewDecide(t *testing.T) {
 			if !ok {
 				t.Fatal("decide said nothing")
 			}
-			if math.Abs(spec.rate-tc.want) > 1 {
-				t.Errorf("rate = %.2f, want %.2f (rule %.2f)", spec.rate, tc.want, ruleRate)
+			if math.Abs(spec.Rate-tc.want) > 1 {
+				t.Errorf("rate = %.2f, want %.2f (rule %.2f)", spec.Rate, tc.want, ruleRate)
 			}
 			if force != tc.force {
 				t.Errorf("force = %v, want %v", force, tc.force)
 			}
-			if (spec.slope > 0) != tc.slope {
-				t.Errorf("slope = %v", spec.slope)
+			if (spec.Slope > 0) != tc.slope {
+				t.Errorf("slope = %v", spec.Slope)
 			}
-			if tc.want == 0 && spec.span != countWindows*ruleWindow(&b) {
-				t.Errorf("count only for %v, want %v", spec.span, countWindows*ruleWindow(&b))
+			if tc.want == 0 && spec.Span != countWindows*ruleWindow(&b) {
+				t.Errorf("count only for %v, want %v", spec.Span, countWindows*ruleWindow(&b))
 			}
-			if spec.span <= 0 {
-				t.Errorf("span = %v", spec.span)
+			if spec.Span <= 0 {
+				t.Errorf("span = %v", spec.Span)
 			}
 		})
 	}
@@ -98,7 +98,7 @@ func TestQuotaViewUncounted(t *testing.T) {
 	vw := &quotaView{}
 	for _, sig := range []header.Signal{{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, {Limited: true}} {
 		spec, _, ok := vw.decide(&b, 0, false, sig, 0)
-		if !ok || spec.rate != 0 || spec.span != countWindows*time.Second {
+		if !ok || spec.Rate != 0 || spec.Span != countWindows*time.Second {
 			t.Errorf("%+v: decide = %+v, %v; want counting to start", sig, spec, ok)
 		}
 	}
@@ -148,13 +148,13 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 	spec, _, ok := vw.decide(&b, now-2*sec, true, sig, now)
 	// Spread over 49 s: the reset's second of rounding errs towards the quota.
 	want := max((400-0.02*12000-1-100)/49.0, minUnitsPerWindow/120.0) // the rule takes 120 s to spend 12000
-	if !ok || math.Abs(spec.rate-want) > 0.01 || spec.span != 49*time.Second {
+	if !ok || math.Abs(spec.Rate-want) > 0.01 || spec.Span != 49*time.Second {
 		t.Errorf("fixed spread = %+v, want %.2f/s for 49s", spec, want)
 	}
 
 	views := newQuotaViews()
 	views.views["api"] = &quotaView{fixed: true}
-	bs := []bucket{b}
+	bs := []Bucket{b}
 	exhausted := header.Signal{Quotas: []header.Quota{xrl(100, 0, 20*time.Second)}}
 	if act := views.read(bs, booking{}, exhausted, now); act.pause != 20*time.Second {
 		t.Errorf("fixed, none left: pause %v, want 20s", act.pause)
@@ -170,7 +170,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 // success.
 func TestQuotaViewNoWaitBackoff(t *testing.T) {
 	views := newQuotaViews()
-	bs := []bucket{quotaBucket()}
+	bs := []Bucket{quotaBucket()}
 	rejected := header.Signal{Limited: true, Reason: "global-rate"}
 	var got []time.Duration
 	for range 6 {

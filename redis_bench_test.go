@@ -75,7 +75,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	ctx := context.Background()
 
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "bench"}, redisWiring{})
-	bs := []bucket{{key: "bench-rule", rule: "bench-rule", interval: time.Microsecond, burst: 1 << 20, cost: 1}}
+	bs := []Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 
 	limiter := redis_rate.NewLimiter(rdb)
 	limit := redis_rate.Limit{Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}
@@ -109,9 +109,9 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 		{"floor-evalsha", func() error { return floor.Run(ctx, rdb, floorKeys).Err() }},
 		{"redis_rate-Allow", func() error { _, err := limiter.Allow(ctx, "bench", limit); return err }},
 		{"store-reserve", func() error {
-			r, err := s.reserve(ctx, bs, time.Second)
-			if err == nil && !r.ok {
-				return fmt.Errorf("reserve rejected: wait %v", r.wait)
+			r, err := s.Reserve(ctx, bs, time.Second)
+			if err == nil && !r.OK {
+				return fmt.Errorf("reserve rejected: wait %v", r.Wait)
 			}
 			return err
 		}},

@@ -9,31 +9,31 @@ import (
 // Idle buckets are dropped by sweeps. A bucket whose TAT has passed equals a
 // new one, so dropping it never changes a decision. A sweep copies the live
 // buckets into a new map (Go maps do not shrink) and runs when the map has
-// doubled since the last sweep, or sweepEvery after it, whichever comes
+// doubled since the last sweep, or SweepEvery after it, whichever comes
 // first: its O(n) cost is spread over at least n/2 insertions or a minute.
 const (
-	sweepEvery   = time.Minute
-	sweepMinSize = 1024
+	SweepEvery   = time.Minute
+	SweepMinSize = 1024
 )
 
-// sweeper is that sweep policy, for a map of idle entries; times are Unix
+// Sweeper is that sweep policy, for a map of idle entries; times are Unix
 // nanoseconds. The local store and the outage store's local buckets share
 // it.
-type sweeper struct {
+type Sweeper struct {
 	size int   // sweep when the map reaches this size
 	at   int64 // time of the last sweep
 }
 
-func newSweeper(now int64) sweeper { return sweeper{size: sweepMinSize, at: now} }
+func NewSweeper(now int64) Sweeper { return Sweeper{size: SweepMinSize, at: now} }
 
-// due reports whether a map of n entries is due a sweep at now.
-func (w *sweeper) due(n int, now int64) bool {
-	return n >= w.size || (n > 0 && now-w.at >= int64(sweepEvery))
+// Due reports whether a map of n entries is Due a sweep at now.
+func (w *Sweeper) Due(n int, now int64) bool {
+	return n >= w.size || (n > 0 && now-w.at >= int64(SweepEvery))
 }
 
-// swept records a sweep at now that left live entries.
-func (w *sweeper) swept(live int, now int64) {
-	w.size = max(2*live, sweepMinSize)
+// Swept records a sweep at now that left live entries.
+func (w *Sweeper) Swept(live int, now int64) {
+	w.size = max(2*live, SweepMinSize)
 	w.at = now
 }
 
@@ -45,7 +45,7 @@ type localStore struct {
 	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps   map[string]rateCap
 	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
-	sweep  sweeper
+	sweep  Sweeper
 }
 
 func newLocalStore(c Clock) *localStore {
@@ -54,11 +54,11 @@ func newLocalStore(c Clock) *localStore {
 		tats:   make(map[string]int64),
 		caps:   make(map[string]rateCap),
 		counts: make(map[string]int64),
-		sweep:  newSweeper(c.Now().UnixNano()),
+		sweep:  NewSweeper(c.Now().UnixNano()),
 	}
 }
 
-func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (s *localStore) Reserve(_ context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,34 +73,34 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 	// behind it in a shared account-wide bucket.
 	depart, limiter := now, 0
 	for i, b := range bs {
-		if at := gcraAllowAt(s.tats[b.key], now, s.intervalLocked(b, now), b.burst, b.cost); at > depart {
+		if at := gcraAllowAt(s.tats[b.Key], now, s.intervalLocked(b, now), b.Burst, b.Cost); at > depart {
 			depart, limiter = at, i
 		}
 	}
-	r := reservation{wait: time.Duration(depart - now), limiter: limiter, buckets: bs}
-	if r.wait > maxWait {
+	r := Reservation{Wait: time.Duration(depart - now), Limiter: limiter, Buckets: bs}
+	if r.Wait > maxWait {
 		return r, nil
 	}
-	r.ok = true
+	r.OK = true
 	u := newLocalBooking(s, bs)
-	r.undo = u
+	r.Undo = u
 	if len(s.caps) > 0 {
-		r.counts = make([]int64, len(bs))
+		r.Counts = make([]int64, len(bs))
 	}
 	for i, b := range bs {
-		prev := s.tats[b.key]
+		prev := s.tats[b.Key]
 		iv := s.intervalLocked(b, now)
-		at := gcraAllowAt(prev, now, iv, b.burst, b.cost)
-		if depart-at > int64(b.lateness) {
-			r.deferred = append(r.deferred, i)
+		at := gcraAllowAt(prev, now, iv, b.Burst, b.Cost)
+		if depart-at > int64(b.Lateness) {
+			r.Deferred = append(r.Deferred, i)
 			continue
 		}
 		u.prev[i] = prev
-		u.booked[i] = gcraBook(prev, at, iv, b.cost)
-		s.tats[b.key] = u.booked[i]
-		if r.counts != nil && s.cappedLocked(b.key, now) {
-			s.counts[b.key] += b.sent
-			r.counts[i] = s.counts[b.key]
+		u.booked[i] = gcraBook(prev, at, iv, b.Cost)
+		s.tats[b.Key] = u.booked[i]
+		if r.Counts != nil && s.cappedLocked(b.Key, now) {
+			s.counts[b.Key] += b.Sent
+			r.Counts[i] = s.counts[b.Key]
 		}
 	}
 	return r, nil
@@ -118,26 +118,26 @@ func (s *localStore) cappedLocked(key string, now int64) bool {
 	return ok
 }
 
-func (s *localStore) limit(_ context.Context, b bucket, c capSpec) error {
+func (s *localStore) Limit(_ context.Context, b Bucket, c Cap) error {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.cappedLocked(b.key, now) {
-		s.counts[b.key] = 1 // as limit.lua: a counted bucket never reports 0
+	if !s.cappedLocked(b.Key, now) {
+		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
-	s.caps[b.key] = rateCap{rate0: c.rate, t0: now, slope: c.slope, until: satAdd(now, int64(max(c.span, 1)))}
+	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: SatAdd(now, int64(max(c.Span, 1)))}
 	return nil
 }
 
-// held is always 0: in one process, listen holds the waiters itself.
-func (s *localStore) held(context.Context, []bucket) (time.Duration, error) { return 0, nil }
+// Held is always 0: in one process, listen holds the waiters itself.
+func (s *localStore) Held(context.Context, []Bucket) (time.Duration, error) { return 0, nil }
 
 // localBooking is the undo of a localStore reservation: each bucket's TAT
 // before and after the booking, so that cancel can tell whether its slot is
 // still the last one.
 type localBooking struct {
 	s       *localStore
-	buckets []bucket
+	buckets []Bucket
 	// prev and booked are indexed as buckets; booked[i] is 0 for a bucket
 	// not booked (deferred): a booked TAT is always after the epoch.
 	prev, booked []int64
@@ -147,7 +147,7 @@ type localBooking struct {
 	one [2]int64
 }
 
-func newLocalBooking(s *localStore, bs []bucket) *localBooking {
+func newLocalBooking(s *localStore, bs []Bucket) *localBooking {
 	u := &localBooking{s: s, buckets: bs}
 	if len(bs) == 1 {
 		u.prev, u.booked = u.one[:1:1], u.one[1:2:2]
@@ -158,7 +158,7 @@ func newLocalBooking(s *localStore, bs []bucket) *localBooking {
 	return u
 }
 
-func (u *localBooking) cancel(context.Context) error {
+func (u *localBooking) Cancel(context.Context) error {
 	s := u.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,20 +167,20 @@ func (u *localBooking) cancel(context.Context) error {
 	}
 	u.done = true
 	for i, b := range u.buckets {
-		if tat, ok := s.tats[b.key]; ok && u.booked[i] != 0 && tat == u.booked[i] {
-			s.tats[b.key] = u.prev[i]
+		if tat, ok := s.tats[b.Key]; ok && u.booked[i] != 0 && tat == u.booked[i] {
+			s.tats[b.Key] = u.prev[i]
 		}
 	}
 	return nil
 }
 
-func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) error {
+func (s *localStore) Pause(_ context.Context, bs []Bucket, d time.Duration) error {
 	now := s.clock.Now().UnixNano()
-	until := satAdd(now, int64(max(d, 0)))
+	until := SatAdd(now, int64(max(d, 0)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
-		s.tats[b.key] = gcraPause(s.tats[b.key], until, s.intervalLocked(b, now), b.burst)
+		s.tats[b.Key] = gcraPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
 	}
 	return nil
 }
@@ -188,10 +188,10 @@ func (s *localStore) pause(_ context.Context, bs []bucket, d time.Duration) erro
 // intervalLocked returns the emission interval in force for b at now: the
 // rule's, or slower while a cap holds the bucket back (see store.limit).
 // s.mu must be held.
-func (s *localStore) intervalLocked(b bucket, now int64) int64 {
-	iv := int64(b.interval)
+func (s *localStore) intervalLocked(b Bucket, now int64) int64 {
+	iv := int64(b.Interval)
 	if len(s.caps) > 0 {
-		if a, ok := s.caps[b.key]; ok {
+		if a, ok := s.caps[b.Key]; ok {
 			iv = a.intervalAt(iv, now, 1e9)
 		}
 	}
@@ -201,7 +201,7 @@ func (s *localStore) intervalLocked(b bucket, now int64) int64 {
 // maybeSweep drops idle buckets when the map has doubled or a sweep is due.
 // s.mu must be held.
 func (s *localStore) maybeSweep(now int64) {
-	if !s.sweep.due(len(s.tats), now) {
+	if !s.sweep.Due(len(s.tats), now) {
 		return
 	}
 	live := make(map[string]int64)
@@ -219,7 +219,7 @@ func (s *localStore) maybeSweep(now int64) {
 		}
 	}
 	s.caps, s.counts = caps, counts
-	s.sweep.swept(len(live), now)
+	s.sweep.Swept(len(live), now)
 }
 
 // len returns the number of buckets held, for tests.

@@ -33,9 +33,9 @@ func (s *localStore) snapshot() map[string]int64 {
 	return m
 }
 
-func mustReserve(t *testing.T, s *localStore, bs []bucket, maxWait time.Duration) reservation {
+func mustReserve(t *testing.T, s *localStore, bs []Bucket, maxWait time.Duration) Reservation {
 	t.Helper()
-	r, err := s.reserve(context.Background(), bs, maxWait)
+	r, err := s.Reserve(context.Background(), bs, maxWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,27 +46,27 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 	ctx := context.Background()
 	// A lateness of an hour books every bucket at once; the deferral of a
 	// bucket whose slot comes too early has its own case below.
-	fast := bucket{key: "fast", rule: "fast", interval: 10, burst: 1, cost: 1, lateness: time.Hour}
-	slow := bucket{key: "slow", rule: "slow", interval: 30, burst: 1, cost: 1, lateness: time.Hour}
-	bs := []bucket{fast, slow}
+	fast := Bucket{Key: "fast", Rule: "fast", Interval: 10, Burst: 1, Cost: 1, Lateness: time.Hour}
+	slow := Bucket{Key: "slow", Rule: "slow", Interval: 30, Burst: 1, Cost: 1, Lateness: time.Hour}
+	bs := []Bucket{fast, slow}
 
 	t.Run("a bucket whose slot comes before the departure by more than its lateness is deferred", func(t *testing.T) {
 		s, _ := newTestStore()
 		strictFast := fast
-		strictFast.lateness = 5
-		mustReserve(t, s, []bucket{strictFast, slow}, 0)
-		r := mustReserve(t, s, []bucket{strictFast, slow}, time.Hour)
-		if !r.ok || r.wait != 30 {
+		strictFast.Lateness = 5
+		mustReserve(t, s, []Bucket{strictFast, slow}, 0)
+		r := mustReserve(t, s, []Bucket{strictFast, slow}, time.Hour)
+		if !r.OK || r.Wait != 30 {
 			t.Fatalf("got %+v; want ok after 30ns", r)
 		}
-		if rest := r.rest(); len(rest) != 1 || rest[0].key != "fast" {
+		if rest := r.Rest(); len(rest) != 1 || rest[0].Key != "fast" {
 			t.Fatalf("deferred %v, want the fast bucket", rest)
 		}
 		if got, want := s.tat("fast"), t0+10; got != want {
 			t.Fatalf("fast TAT now%+d, want it untouched at now%+d", got-t0, want-t0)
 		}
 		// Refunding the reservation leaves the deferred bucket alone.
-		if err := r.cancel(ctx); err != nil {
+		if err := r.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := s.tat("fast"), t0+10; got != want {
@@ -76,12 +76,12 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 
 	t.Run("the slowest bucket sets the departure; each is booked at its own earliest time", func(t *testing.T) {
 		s, _ := newTestStore()
-		if r := mustReserve(t, s, bs, 0); !r.ok || r.wait != 0 {
+		if r := mustReserve(t, s, bs, 0); !r.OK || r.Wait != 0 {
 			t.Fatalf("first reservation %+v; want ok at once", r)
 		}
 		r := mustReserve(t, s, bs, time.Hour)
-		if !r.ok || r.wait != 30 || r.limiter != 1 {
-			t.Fatalf("got ok=%v wait=%v limiter=%d; want ok, 30ns, limiter 1 (slow)", r.ok, r.wait, r.limiter)
+		if !r.OK || r.Wait != 30 || r.Limiter != 1 {
+			t.Fatalf("got ok=%v wait=%v limiter=%d; want ok, 30ns, limiter 1 (slow)", r.OK, r.Wait, r.Limiter)
 		}
 		// The fast bucket is booked at its own earliest time, t0+10, so no
 		// capacity of it goes unused while the slow one holds the request.
@@ -95,18 +95,18 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 
 	t.Run("limiter index names the slowest bucket", func(t *testing.T) {
 		s, _ := newTestStore()
-		mustReserve(t, s, []bucket{fast, slow}, 0)
-		if r := mustReserve(t, s, []bucket{slow, fast}, time.Hour); r.limiter != 0 || r.wait != 30 {
-			t.Fatalf("limiter %d wait %v; want 0, 30ns", r.limiter, r.wait)
+		mustReserve(t, s, []Bucket{fast, slow}, 0)
+		if r := mustReserve(t, s, []Bucket{slow, fast}, time.Hour); r.Limiter != 0 || r.Wait != 30 {
+			t.Fatalf("limiter %d wait %v; want 0, 30ns", r.Limiter, r.Wait)
 		}
 	})
 
 	t.Run("all or nothing: a rejection books no bucket", func(t *testing.T) {
 		s, _ := newTestStore()
-		mustReserve(t, s, []bucket{slow}, 0)
+		mustReserve(t, s, []Bucket{slow}, 0)
 		before := s.snapshot()
 		r := mustReserve(t, s, bs, 20)
-		if r.ok || r.wait != 30 || r.limiter != 1 {
+		if r.OK || r.Wait != 30 || r.Limiter != 1 {
 			t.Fatalf("got %+v; want rejection needing 30ns from limiter 1", r)
 		}
 		if after := s.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -122,14 +122,14 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		mustReserve(t, s, bs, 0)
 		before := s.snapshot()
 		r := mustReserve(t, s, bs, time.Hour)
-		if err := r.cancel(ctx); err != nil {
+		if err := r.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if after := s.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("refund left %v, want %v", after, before)
 		}
-		if r2 := mustReserve(t, s, bs, time.Hour); r2.wait != r.wait {
-			t.Fatalf("next request waits %v, want the refunded slot's %v", r2.wait, r.wait)
+		if r2 := mustReserve(t, s, bs, time.Hour); r2.Wait != r.Wait {
+			t.Fatalf("next request waits %v, want the refunded slot's %v", r2.Wait, r.Wait)
 		}
 	})
 
@@ -139,13 +139,13 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		afterR1 := s.snapshot()
 		r2 := mustReserve(t, s, bs, time.Hour)
 		afterR2 := s.snapshot()
-		if err := r1.cancel(ctx); err != nil {
+		if err := r1.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR2) {
 			t.Fatalf("refund of a non-last booking changed the store: %v → %v", afterR2, got)
 		}
-		if err := r2.cancel(ctx); err != nil {
+		if err := r2.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.snapshot(); fmt.Sprint(got) != fmt.Sprint(afterR1) {
@@ -157,12 +157,12 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		s, _ := newTestStore()
 		r := mustReserve(t, s, bs, time.Hour)
 		// Another request books the slow bucket only.
-		mustReserve(t, s, []bucket{slow}, time.Hour)
+		mustReserve(t, s, []Bucket{slow}, time.Hour)
 		slowBefore := s.tat("slow")
-		if err := r.cancel(ctx); err != nil {
+		if err := r.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if s.tat("fast") != r.undo.(*localBooking).prev[0] {
+		if s.tat("fast") != r.Undo.(*localBooking).prev[0] {
 			t.Fatalf("fast bucket not refunded")
 		}
 		if s.tat("slow") != slowBefore {
@@ -173,21 +173,21 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 
 func TestLocalStorePause(t *testing.T) {
 	ctx := context.Background()
-	b := bucket{key: "k", rule: "r", interval: 10, burst: 3, cost: 1}
+	b := Bucket{Key: "k", Rule: "r", Interval: 10, Burst: 3, Cost: 1}
 	s, c := newTestStore()
-	if err := s.pause(ctx, []bucket{b}, 100); err != nil {
+	if err := s.Pause(ctx, []Bucket{b}, 100); err != nil {
 		t.Fatal(err)
 	}
 	// The pause holds the bucket shut for 100ns, then it refills from
 	// empty: one request per interval, no burst.
 	for i, want := range []time.Duration{100, 110, 120} {
-		if r := mustReserve(t, s, []bucket{b}, time.Hour); r.wait != want {
-			t.Fatalf("request %d waits %v, want %v", i, r.wait, want)
+		if r := mustReserve(t, s, []Bucket{b}, time.Hour); r.Wait != want {
+			t.Fatalf("request %d waits %v, want %v", i, r.Wait, want)
 		}
 	}
 	t.Run("a shorter pause does not shorten a longer one", func(t *testing.T) {
 		before := s.tat("k")
-		if err := s.pause(ctx, []bucket{b}, 5); err != nil {
+		if err := s.Pause(ctx, []Bucket{b}, 5); err != nil {
 			t.Fatal(err)
 		}
 		if s.tat("k") != before {
@@ -196,10 +196,10 @@ func TestLocalStorePause(t *testing.T) {
 	})
 	t.Run("a negative pause is no pause", func(t *testing.T) {
 		c.Advance(time.Hour)
-		if err := s.pause(ctx, []bucket{b}, -time.Hour); err != nil {
+		if err := s.Pause(ctx, []Bucket{b}, -time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if r := mustReserve(t, s, []bucket{b}, 0); !r.ok {
+		if r := mustReserve(t, s, []Bucket{b}, 0); !r.OK {
 			t.Fatalf("request after a negative pause rejected: %+v", r)
 		}
 	})
@@ -207,19 +207,19 @@ func TestLocalStorePause(t *testing.T) {
 
 func TestLocalStoreSweep(t *testing.T) {
 	iv := time.Millisecond
-	key := func(i int) bucket { return bucket{key: fmt.Sprint("k", i), rule: "r", interval: iv, burst: 1, cost: 1} }
+	key := func(i int) Bucket { return Bucket{Key: fmt.Sprint("k", i), Rule: "r", Interval: iv, Burst: 1, Cost: 1} }
 
 	t.Run("idle buckets are dropped when the map doubles", func(t *testing.T) {
 		s, c := newTestStore()
-		for i := range sweepMinSize - 1 {
-			mustReserve(t, s, []bucket{key(i)}, 0)
+		for i := range SweepMinSize - 1 {
+			mustReserve(t, s, []Bucket{key(i)}, 0)
 		}
 		c.Advance(iv) // every bucket is now idle
-		mustReserve(t, s, []bucket{key(-1)}, 0)
-		if n := s.len(); n != sweepMinSize {
-			t.Fatalf("len %d before the map reaches the sweep size, want %d", n, sweepMinSize)
+		mustReserve(t, s, []Bucket{key(-1)}, 0)
+		if n := s.len(); n != SweepMinSize {
+			t.Fatalf("len %d before the map reaches the sweep size, want %d", n, SweepMinSize)
 		}
-		mustReserve(t, s, []bucket{key(-2)}, 0) // reaches sweepMinSize: sweeps
+		mustReserve(t, s, []Bucket{key(-2)}, 0) // reaches sweepMinSize: sweeps
 		if n := s.len(); n != 2 {
 			t.Fatalf("len %d after the sweep, want 2 (the live bucket and the new one)", n)
 		}
@@ -228,10 +228,10 @@ func TestLocalStoreSweep(t *testing.T) {
 	t.Run("idle buckets are dropped sweepEvery after the last sweep", func(t *testing.T) {
 		s, c := newTestStore()
 		for i := range 10 {
-			mustReserve(t, s, []bucket{key(i)}, 0)
+			mustReserve(t, s, []Bucket{key(i)}, 0)
 		}
-		c.Advance(sweepEvery)
-		mustReserve(t, s, []bucket{key(-1)}, 0)
+		c.Advance(SweepEvery)
+		mustReserve(t, s, []Bucket{key(-1)}, 0)
 		if n := s.len(); n != 1 {
 			t.Fatalf("len %d, want 1", n)
 		}
@@ -239,16 +239,16 @@ func TestLocalStoreSweep(t *testing.T) {
 
 	t.Run("live buckets survive a sweep with their TAT", func(t *testing.T) {
 		s, c := newTestStore()
-		long := bucket{key: "long", rule: "r", interval: 2 * sweepEvery, burst: 1, cost: 1}
-		mustReserve(t, s, []bucket{long}, 0)
+		long := Bucket{Key: "long", Rule: "r", Interval: 2 * SweepEvery, Burst: 1, Cost: 1}
+		mustReserve(t, s, []Bucket{long}, 0)
 		tat := s.tat("long")
-		c.Advance(sweepEvery)
-		mustReserve(t, s, []bucket{key(1)}, 0)
+		c.Advance(SweepEvery)
+		mustReserve(t, s, []Bucket{key(1)}, 0)
 		if s.len() != 2 || s.tat("long") != tat {
 			t.Fatalf("live bucket lost by the sweep (len %d, tat %d want %d)", s.len(), s.tat("long"), tat)
 		}
-		if r := mustReserve(t, s, []bucket{long}, time.Hour); r.wait != sweepEvery {
-			t.Fatalf("wait %v after the sweep, want %v", r.wait, sweepEvery)
+		if r := mustReserve(t, s, []Bucket{long}, time.Hour); r.Wait != SweepEvery {
+			t.Fatalf("wait %v after the sweep, want %v", r.Wait, SweepEvery)
 		}
 	})
 }

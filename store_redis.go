@@ -151,7 +151,7 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), lateRefundTimeout)
 		defer cancel()
-		_ = u.cancel(ctx) // a failed refund leaves the slot spent: under the limit, never over
+		_ = u.Cancel(ctx) // a failed refund leaves the slot spent: under the limit, never over
 	}()
 }
 
@@ -160,7 +160,7 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 // can tell whether its slot is still the last one.
 type redisBooking struct {
 	s       *redisStore
-	buckets []bucket
+	buckets []Bucket
 	// prev, booked and counts are indexed as buckets, as reserve.lua
 	// replies them: booked[i] is 0 for a bucket not booked (deferred).
 	// counts is the reservation's (reservation.counts).
@@ -171,7 +171,7 @@ type redisBooking struct {
 	one [3]int64
 }
 
-func newRedisBooking(s *redisStore, bs []bucket) *redisBooking {
+func newRedisBooking(s *redisStore, bs []Bucket) *redisBooking {
 	u := &redisBooking{s: s, buckets: bs}
 	n := len(bs)
 	tats := u.one[:]
@@ -187,9 +187,9 @@ func (u *redisBooking) tats() bookedTATs {
 	return bookedTATs{prev: u.prev, booked: u.booked, counts: u.counts}
 }
 
-// cancel runs refund.lua for the booked buckets, one call per hash tag
+// Cancel runs refund.lua for the booked buckets, one call per hash tag
 // when they may be split (see groups).
-func (u *redisBooking) cancel(ctx context.Context) error {
+func (u *redisBooking) Cancel(ctx context.Context) error {
 	if u.done.Swap(true) {
 		return nil
 	}
@@ -265,13 +265,13 @@ func spanMicros(d time.Duration, up bool) int64 {
 }
 
 // key returns the Redis key of bucket b.
-func (s *redisStore) key(b *bucket) string {
+func (s *redisStore) key(b *Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
-			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.rule
+			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.Rule
 		}
 	}
-	return s.prefix + b.key
+	return s.prefix + b.Key
 }
 
 // keyCacheSize bounds the key cache; it is emptied when full. Hot buckets
@@ -280,9 +280,9 @@ const keyCacheSize = 4096
 
 // cachedKey returns key(b), remembering it: building a key costs an
 // allocation on every request otherwise.
-func (s *redisStore) cachedKey(b *bucket) string {
+func (s *redisStore) cachedKey(b *Bucket) string {
 	s.keysMu.RLock()
-	k, ok := s.keys[b.key]
+	k, ok := s.keys[b.Key]
 	s.keysMu.RUnlock()
 	if ok {
 		return k
@@ -292,7 +292,7 @@ func (s *redisStore) cachedKey(b *bucket) string {
 	if len(s.keys) >= keyCacheSize {
 		clear(s.keys)
 	}
-	s.keys[b.key] = k
+	s.keys[b.Key] = k
 	s.keysMu.Unlock()
 	return k
 }
@@ -300,8 +300,8 @@ func (s *redisStore) cachedKey(b *bucket) string {
 // partitionHash returns the hashed partition key of b, if its rule has a
 // Key: bucket keys are the rule's name, then ':' and the hash
 // (compiledRule.bucketKey).
-func partitionHash(b *bucket) (string, bool) {
-	hash, ok := strings.CutPrefix(b.key, b.rule)
+func partitionHash(b *Bucket) (string, bool) {
+	hash, ok := strings.CutPrefix(b.Key, b.Rule)
 	if !ok || len(hash) < 2 || hash[0] != ':' {
 		return "", false
 	}
@@ -310,7 +310,7 @@ func partitionHash(b *bucket) (string, bool) {
 
 // anyTagged reports whether a bucket of bs has a hash tag of its own, not
 // the namespace's.
-func (s *redisStore) anyTagged(bs []bucket) bool {
+func (s *redisStore) anyTagged(bs []Bucket) bool {
 	for i := range bs {
 		if s.tag(&bs[i]) != "" {
 			return true
@@ -321,7 +321,7 @@ func (s *redisStore) anyTagged(bs []bucket) bool {
 
 // tag returns the hash tag of bucket b's key: buckets with equal tags live
 // in the same Cluster slot.
-func (s *redisStore) tag(b *bucket) string {
+func (s *redisStore) tag(b *Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return hash
@@ -384,9 +384,9 @@ func (s *redisStore) nowArg() any {
 	return s.nowMicros()
 }
 
-func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Duration) (reservation, error) {
+func (s *redisStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
 	if len(bs) == 0 {
-		return reservation{ok: true}, nil
+		return Reservation{OK: true}, nil
 	}
 	beat := s.hb != nil && s.hb.due()
 	if s.split {
@@ -398,7 +398,7 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 			_, err := s.hb.beat(cctx, s.rdb, s.nowArg())
 			cancel()
 			if err != nil {
-				return reservation{}, s.failed("heartbeat", ctx, cctx, err)
+				return Reservation{}, s.failed("heartbeat", ctx, cctx, err)
 			}
 			beat = false
 		}
@@ -409,11 +409,11 @@ func (s *redisStore) reserve(ctx context.Context, bs []bucket, maxWait time.Dura
 	u := newRedisBooking(s, bs)
 	g, err := s.reserveGroup(ctx, groupRequest{bs: bs, maxWait: spanMicros(maxWait, false), beat: beat}, u.tats())
 	if err != nil {
-		return reservation{}, err
+		return Reservation{}, err
 	}
-	r := reservation{ok: g.ok, wait: g.waitDuration(), limiter: g.limiter, buckets: bs, held: g.heldDuration()}
+	r := Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration()}
 	if g.ok {
-		r.counts, r.deferred, r.undo = u.counts, u.deferred(), u
+		r.Counts, r.Deferred, r.Undo = u.counts, u.deferred(), u
 	}
 	return r, nil
 }
@@ -440,7 +440,7 @@ const askOnly int64 = -1
 // replica set's hash tag) the call also carries this replica's heartbeat
 // and records the live count.
 type groupRequest struct {
-	bs             []bucket
+	bs             []Bucket
 	floor, maxWait int64
 	beat           bool
 }
@@ -503,8 +503,8 @@ func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out booke
 	c.add(&c.nums[1], &c.nums[2])
 	for i := range bs {
 		j := 3 + 5*i
-		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].interval), bs[i].burst, bs[i].cost
-		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].lateness, false), bs[i].sent
+		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].Interval), bs[i].Burst, bs[i].Cost
+		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].Lateness, false), bs[i].Sent
 		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 	}
 	if q.beat {
@@ -529,7 +529,7 @@ func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out booke
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []bucket, out bookedTATs, beat bool) (groupReply, error) {
+func (s *redisStore) parseReserve(reply string, bs []Bucket, out bookedTATs, beat bool) (groupReply, error) {
 	bad := func(what string) (groupReply, error) {
 		return groupReply{}, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
@@ -598,7 +598,7 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 	return n, s[i:], true
 }
 
-func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) error {
+func (s *redisStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -606,7 +606,7 @@ func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 		args = append(args, s.nowArg(), spanMicros(d, true))
 		for _, i := range idx {
 			keys = append(keys, s.key(&bs[i]))
-			args = append(args, micros(bs[i].interval), bs[i].burst)
+			args = append(args, micros(bs[i].Interval), bs[i].Burst)
 		}
 		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
 		errs = append(errs, err)
@@ -614,13 +614,13 @@ func (s *redisStore) pause(ctx context.Context, bs []bucket, d time.Duration) er
 	return errors.Join(errs...)
 }
 
-func (s *redisStore) limit(ctx context.Context, b bucket, c capSpec) error {
-	span := max(spanMicros(c.span, true), 1)
-	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.rate, c.slope, span)
+func (s *redisStore) Limit(ctx context.Context, b Bucket, c Cap) error {
+	span := max(spanMicros(c.Span, true), 1)
+	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span)
 	return err
 }
 
-func (s *redisStore) held(ctx context.Context, bs []bucket) (time.Duration, error) {
+func (s *redisStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
 	var held int64
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -643,7 +643,7 @@ func (s *redisStore) held(ctx context.Context, bs []bucket) (time.Duration, erro
 // callGroups returns the indices of bs grouped by the script calls that
 // handle them: by hash tag when they may be split (see groups), else all
 // of them in one; none when bs is empty.
-func (s *redisStore) callGroups(bs []bucket) [][]int {
+func (s *redisStore) callGroups(bs []Bucket) [][]int {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -661,7 +661,7 @@ func (s *redisStore) callGroups(bs []bucket) [][]int {
 
 // groups returns the indices of bs grouped by hash tag, in order of first
 // appearance: each group can be booked by one script call on a Cluster.
-func (s *redisStore) groups(bs []bucket) [][]int {
+func (s *redisStore) groups(bs []Bucket) [][]int {
 	var groups [][]int
 	var tags []string
 outer:
@@ -692,20 +692,20 @@ outer:
 // isolated: between them, other requests may book, so a group may find a
 // later departure in the second round than in the first; the request then
 // departs at that later time.
-func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]int, maxWait time.Duration) (reservation, error) {
+func (s *redisStore) reserveSplit(ctx context.Context, bs []Bucket, groups [][]int, maxWait time.Duration) (Reservation, error) {
 	u := newRedisBooking(s, bs)
 	maxUs := spanMicros(maxWait, false)
-	sub := make([][]bucket, len(groups))
+	sub := make([][]Bucket, len(groups))
 	var floor, held int64
 	limiter := 0
 	for g, idx := range groups {
-		sub[g] = make([]bucket, len(idx))
+		sub[g] = make([]Bucket, len(idx))
 		for j, i := range idx {
 			sub[g][j] = bs[i]
 		}
 		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], maxWait: askOnly}, bookedTATs{})
 		if err != nil {
-			return reservation{}, err
+			return Reservation{}, err
 		}
 		if gr.wait > floor {
 			floor, limiter = gr.wait, idx[gr.limiter]
@@ -713,7 +713,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 		held = max(held, gr.held)
 	}
 	if floor > maxUs {
-		return reservation{wait: microsDuration(floor), limiter: limiter, buckets: bs, held: microsDuration(held)}, nil
+		return Reservation{Wait: microsDuration(floor), Limiter: limiter, Buckets: bs, Held: microsDuration(held)}, nil
 	}
 	booked := make([]bool, len(groups))
 	depart := floor
@@ -723,12 +723,12 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], floor: floor, maxWait: maxUs}, bookedTATs{gt[:m], gt[m : 2*m], gt[2*m:]})
 		if err != nil {
 			u.rollback(ctx, groups, booked)
-			return reservation{}, err
+			return Reservation{}, err
 		}
 		held = max(held, gr.held)
 		if !gr.ok {
 			u.rollback(ctx, groups, booked)
-			return reservation{wait: gr.waitDuration(), limiter: idx[gr.limiter], buckets: bs, held: microsDuration(held)}, nil
+			return Reservation{Wait: gr.waitDuration(), Limiter: idx[gr.limiter], Buckets: bs, Held: microsDuration(held)}, nil
 		}
 		for j, i := range idx {
 			u.prev[i], u.booked[i], u.counts[i] = gt[j], gt[m+j], gt[2*m+j]
@@ -738,9 +738,9 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []bucket, groups [][]i
 			depart, limiter = gr.wait, idx[gr.limiter]
 		}
 	}
-	return reservation{
-		ok: true, wait: microsDuration(depart), limiter: limiter, buckets: bs,
-		held: microsDuration(held), counts: u.counts, deferred: u.deferred(), undo: u,
+	return Reservation{
+		OK: true, Wait: microsDuration(depart), Limiter: limiter, Buckets: bs,
+		Held: microsDuration(held), Counts: u.counts, Deferred: u.deferred(), Undo: u,
 	}, nil
 }
 

@@ -45,7 +45,7 @@ type decisionStep struct {
 	maxWait time.Duration // reserve
 	of      int           // refund: the step whose reservation to give back
 	pause   time.Duration // pause
-	cap     capSpec       // limit, on the step's first bucket
+	cap     Cap       // limit, on the step's first bucket
 	sent    []int64       // reserve: per bucket, the units reported sent (bucket.sent)
 }
 
@@ -65,12 +65,12 @@ func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, op
 // with localStore. Intervals are whole microseconds, so both agree exactly.
 var decisionCases = []struct {
 	name    string
-	buckets []bucket
+	buckets []Bucket
 	steps   []decisionStep
 }{
 	{
 		name:    "burst then queue",
-		buckets: []bucket{{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 3}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 3}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -81,7 +81,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "steady state",
-		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 2}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 2}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -95,7 +95,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "cost above one",
-		buckets: []bucket{{key: "a", rule: "a", interval: time.Millisecond, burst: 10}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 10}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, costs: []int64{7}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second},
@@ -105,9 +105,9 @@ var decisionCases = []struct {
 	},
 	{
 		name: "multi-bucket all or nothing",
-		buckets: []bucket{
-			{key: "fast", rule: "fast", interval: time.Millisecond, burst: 5},
-			{key: "slow", rule: "slow", interval: time.Second, burst: 1},
+		buckets: []Bucket{
+			{Key: "fast", Rule: "fast", Interval: time.Millisecond, Burst: 5},
+			{Key: "slow", Rule: "slow", Interval: time.Second, Burst: 1},
 		},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0, 1}, maxWait: 2 * time.Second},
@@ -121,7 +121,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "maxWait rejection books nothing",
-		buckets: []bucket{{key: "a", rule: "a", interval: 50 * time.Millisecond, burst: 1}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 50 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: 0},
 			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond},
@@ -131,7 +131,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "refund of the last booking",
-		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -141,7 +141,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "refund with bookings behind",
-		buckets: []bucket{{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -152,9 +152,9 @@ var decisionCases = []struct {
 	},
 	{
 		name: "refund of two buckets, one with a booking behind",
-		buckets: []bucket{
-			{key: "a", rule: "a", interval: 100 * time.Millisecond, burst: 1},
-			{key: "b", rule: "b", interval: 100 * time.Millisecond, burst: 1},
+		buckets: []Bucket{
+			{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1},
+			{Key: "b", Rule: "b", Interval: 100 * time.Millisecond, Burst: 1},
 		},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second},
@@ -166,9 +166,9 @@ var decisionCases = []struct {
 	},
 	{
 		name: "pause",
-		buckets: []bucket{
-			{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 5},
-			{key: "b", rule: "b", interval: time.Millisecond, burst: 1},
+		buckets: []Bucket{
+			{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 5},
+			{Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 1},
 		},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -183,25 +183,25 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "capped, counted, climbing, then over",
-		buckets: []bucket{{key: "a", rule: "a", interval: 10 * time.Millisecond, burst: 1}, {key: "b", rule: "b", interval: time.Millisecond, burst: 5}},
+		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}, {Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 5}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{4}}, // not counted: the report is dropped
-			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 50, span: time.Second}},
+			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 50, Span: time.Second}},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{3}},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second, sent: []int64{2, 7}},
 			{op: "refund", of: 4},
 			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond, sent: []int64{1}}, // rejected: not counted
 			{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
-			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 20, slope: 100, span: 2 * time.Second}},
+			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 20, Slope: 100, Span: 2 * time.Second}},
 			{advance: 50 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{advance: 300 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
-			{op: "limit", buckets: []int{0}, cap: capSpec{span: 500 * time.Millisecond}}, // count only
+			{op: "limit", buckets: []int{0}, cap: Cap{Span: 500 * time.Millisecond}}, // count only
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{5}},
 			{op: "pause", buckets: []int{0}, pause: 100 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
 			{advance: time.Second, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{9}}, // the count has ended
-			{op: "limit", buckets: []int{0}, cap: capSpec{rate: 1, span: time.Second}},                       // and starts afresh
+			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 1, Span: time.Second}},                       // and starts afresh
 			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
 		},
 	},
@@ -223,69 +223,69 @@ func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
 
 // runDecisions runs steps through a local and a Redis store on rdb and
 // compares them.
-func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []bucket, steps []decisionStep, opts ...func(*redisSettings)) {
+func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []Bucket, steps []decisionStep, opts ...func(*redisSettings)) {
 	t.Helper()
 	ctx := redisCtx(t)
 	start := time.Unix(1_700_000_000, 0)
 	lclk, rclk := fakeclock.New(start), fakeclock.New(start)
 	local := newLocalStore(lclk)
 	remote := redisStoreAt(rdb, testNamespace(t), rclk, opts...)
-	lres := make([]reservation, len(steps))
-	rres := make([]reservation, len(steps))
+	lres := make([]Reservation, len(steps))
+	rres := make([]Reservation, len(steps))
 	for i, st := range steps {
 		lclk.Advance(st.advance)
 		rclk.Advance(st.advance)
-		var bs []bucket
+		var bs []Bucket
 		for j, bi := range st.buckets {
 			b := buckets[bi]
-			b.cost = 1
+			b.Cost = 1
 			if st.costs != nil {
-				b.cost = st.costs[j]
+				b.Cost = st.costs[j]
 			}
 			if st.sent != nil {
-				b.sent = st.sent[j]
+				b.Sent = st.sent[j]
 			}
 			bs = append(bs, b)
 		}
 		switch st.op {
 		case "reserve":
-			l, err := local.reserve(ctx, bs, st.maxWait)
+			l, err := local.Reserve(ctx, bs, st.maxWait)
 			if err != nil {
 				t.Fatalf("step %d: local reserve: %v", i, err)
 			}
-			r, err := remote.reserve(ctx, bs, st.maxWait)
+			r, err := remote.Reserve(ctx, bs, st.maxWait)
 			if err != nil {
 				t.Fatalf("step %d: redis reserve: %v", i, err)
 			}
 			lres[i], rres[i] = l, r
-			if l.ok != r.ok || l.limiter != r.limiter || (l.wait-r.wait).Abs() > time.Microsecond {
+			if l.OK != r.OK || l.Limiter != r.Limiter || (l.Wait-r.Wait).Abs() > time.Microsecond {
 				t.Errorf("step %d: redis ok=%v wait=%v limiter=%d, local ok=%v wait=%v limiter=%d",
-					i, r.ok, r.wait, r.limiter, l.ok, l.wait, l.limiter)
+					i, r.OK, r.Wait, r.Limiter, l.OK, l.Wait, l.Limiter)
 			}
 			for j := range bs {
-				if l.count(j) != r.count(j) {
-					t.Errorf("step %d: bucket %d counted %d in Redis, %d locally", i, j, r.count(j), l.count(j))
+				if l.Count(j) != r.Count(j) {
+					t.Errorf("step %d: bucket %d counted %d in Redis, %d locally", i, j, r.Count(j), l.Count(j))
 				}
 			}
 		case "refund":
-			if err := lres[st.of].cancel(ctx); err != nil {
+			if err := lres[st.of].Cancel(ctx); err != nil {
 				t.Fatalf("step %d: local refund: %v", i, err)
 			}
-			if err := rres[st.of].cancel(ctx); err != nil {
+			if err := rres[st.of].Cancel(ctx); err != nil {
 				t.Fatalf("step %d: redis refund: %v", i, err)
 			}
 		case "pause":
-			if err := local.pause(ctx, bs, st.pause); err != nil {
+			if err := local.Pause(ctx, bs, st.pause); err != nil {
 				t.Fatalf("step %d: local pause: %v", i, err)
 			}
-			if err := remote.pause(ctx, bs, st.pause); err != nil {
+			if err := remote.Pause(ctx, bs, st.pause); err != nil {
 				t.Fatalf("step %d: redis pause: %v", i, err)
 			}
 		case "limit":
-			if err := local.limit(ctx, bs[0], st.cap); err != nil {
+			if err := local.Limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatalf("step %d: local limit: %v", i, err)
 			}
-			if err := remote.limit(ctx, bs[0], st.cap); err != nil {
+			if err := remote.Limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatalf("step %d: redis limit: %v", i, err)
 			}
 		default:
@@ -301,17 +301,17 @@ func TestRedisStoreRedisClock(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
-	bs := []bucket{{key: "a", rule: "a", interval: time.Hour, burst: 2, cost: 1}}
+	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 2, Cost: 1}}
 	for i, want := range []bool{true, true, false} {
-		r, err := s.reserve(ctx, bs, time.Minute)
+		r, err := s.Reserve(ctx, bs, time.Minute)
 		if err != nil {
 			t.Fatalf("reserve %d: %v", i, err)
 		}
-		if r.ok != want {
-			t.Fatalf("reserve %d: ok = %v, want %v (wait %v)", i, r.ok, want, r.wait)
+		if r.OK != want {
+			t.Fatalf("reserve %d: ok = %v, want %v (wait %v)", i, r.OK, want, r.Wait)
 		}
-		if !r.ok && (r.wait < 59*time.Minute || r.wait > time.Hour) {
-			t.Fatalf("reserve %d: wait %v, want just under an hour", i, r.wait)
+		if !r.OK && (r.Wait < 59*time.Minute || r.Wait > time.Hour) {
+			t.Fatalf("reserve %d: wait %v, want just under an hour", i, r.Wait)
 		}
 	}
 }
@@ -324,8 +324,8 @@ func TestRedisKeysAndTTL(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"}, redisWiring{})
-	b := bucket{key: "stripe:" + hashKey("sk_live_secret"), rule: "stripe", interval: 200 * time.Millisecond, burst: 3, cost: 1}
-	if _, err := s.reserve(ctx, []bucket{b}, time.Second); err != nil {
+	b := Bucket{Key: "stripe:" + hashKey("sk_live_secret"), Rule: "stripe", Interval: 200 * time.Millisecond, Burst: 3, Cost: 1}
+	if _, err := s.Reserve(ctx, []Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	key := "throttle:{ttl}:stripe:" + hashKey("sk_live_secret")
@@ -500,7 +500,7 @@ func (s strangeScripter) Do(ctx context.Context, _ ...any) *redis.Cmd {
 // errors, never panics.
 func TestRedisStrangeReplies(t *testing.T) {
 	t.Parallel()
-	bs := []bucket{{key: "a", rule: "a", interval: time.Millisecond, burst: 1, cost: 1}}
+	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 1, Cost: 1}}
 	for _, tc := range []struct {
 		name  string
 		reply any
@@ -528,7 +528,7 @@ func TestRedisStrangeReplies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"}, redisWiring{})
-			if _, err := s.reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
+			if _, err := s.Reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
 				t.Fatalf("err = %v, want errRedisReply", err)
 			}
 		})
@@ -715,17 +715,17 @@ func TestRedisNoScript(t *testing.T) {
 	rdb := srv.Client(t)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
-	bs := []bucket{{key: "a", rule: "a", interval: time.Microsecond, burst: 1000, cost: 1}}
+	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Microsecond, Burst: 1000, Cost: 1}}
 	all := func(what string) {
 		t.Helper()
-		r, err := s.reserve(ctx, bs, time.Second)
+		r, err := s.Reserve(ctx, bs, time.Second)
 		if err != nil {
 			t.Fatalf("reserve %s: %v", what, err)
 		}
-		if err := r.cancel(ctx); err != nil {
+		if err := r.Cancel(ctx); err != nil {
 			t.Fatalf("refund %s: %v", what, err)
 		}
-		if err := s.pause(ctx, bs, 0); err != nil {
+		if err := s.Pause(ctx, bs, 0); err != nil {
 			t.Fatalf("pause %s: %v", what, err)
 		}
 	}
@@ -909,10 +909,10 @@ func TestRedisCluster(t *testing.T) {
 	})
 
 	t.Run("split requests", func(t *testing.T) {
-		g := bucket{key: "g", rule: "g", interval: 10 * time.Millisecond, burst: 1}
-		acct := bucket{key: "acct:" + hashKey("x"), rule: "acct", interval: 100 * time.Millisecond, burst: 1}
+		g := Bucket{Key: "g", Rule: "g", Interval: 10 * time.Millisecond, Burst: 1}
+		acct := Bucket{Key: "acct:" + hashKey("x"), Rule: "acct", Interval: 100 * time.Millisecond, Burst: 1}
 		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true}, redisWiring{})
-		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
+		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]Bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
 			t.Fatalf("buckets %s and %s are not split", k1, k2)
 		}
 		perKey := func(st *redisSettings) { st.tagPerKey = true }
@@ -952,7 +952,7 @@ func TestRedisCluster(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				runDecisions(t, rdb, []bucket{g, acct}, tc.steps, perKey)
+				runDecisions(t, rdb, []Bucket{g, acct}, tc.steps, perKey)
 			})
 		}
 	})
@@ -991,15 +991,15 @@ func TestRedisTLSAndACL(t *testing.T) {
 		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"}, redisWiring{})
-	bs := []bucket{{key: "r", rule: "r", interval: time.Millisecond, burst: 2, cost: 1}}
-	r, err := s.reserve(ctx, bs, time.Second)
-	if err != nil || !r.ok {
+	bs := []Bucket{{Key: "r", Rule: "r", Interval: time.Millisecond, Burst: 2, Cost: 1}}
+	r, err := s.Reserve(ctx, bs, time.Second)
+	if err != nil || !r.OK {
 		t.Fatalf("reserve: %+v, %v", r, err)
 	}
-	if err := r.cancel(ctx); err != nil {
+	if err := r.Cancel(ctx); err != nil {
 		t.Fatalf("refund: %v", err)
 	}
-	if err := s.pause(ctx, bs, time.Millisecond); err != nil {
+	if err := s.Pause(ctx, bs, time.Millisecond); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
 

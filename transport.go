@@ -24,7 +24,7 @@ import (
 type Transport struct {
 	base  http.RoundTripper
 	rules []*compiledRule
-	store store
+	store Store
 	queue *waitQueue
 	// views is this process's reading of the server's quotas.
 	views *quotaViews
@@ -159,7 +159,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // retryAfter waits delay, then for a fresh slot, and returns a copy of req
 // with a fresh body, ready to be sent again, and its booking. On error
 // nothing is booked.
-func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []bucket, delay time.Duration) (*http.Request, booking, error) {
+func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []Bucket, delay time.Duration) (*http.Request, booking, error) {
 	if err := sleep(ctx, t.clock, delay); err != nil {
 		return nil, booking{}, err
 	}
@@ -181,8 +181,8 @@ func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []buck
 }
 
 // buckets returns the buckets request r needs: one per matching rule.
-func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
-	var bs []bucket
+func (t *Transport) buckets(r *http.Request) ([]Bucket, error) {
+	var bs []Bucket
 	for _, c := range t.rules {
 		if !c.Match.matches(r) {
 			continue
@@ -191,7 +191,7 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, bucket{key: c.bucketKey(r), rule: c.Name, interval: c.interval, burst: c.burst, cost: cost, lateness: c.lateness, rate: int64(c.Limit.Rate), period: c.Limit.Period, headroom: c.headroom})
+		bs = append(bs, Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.Limit.Period, Headroom: c.headroom})
 	}
 	return bs, nil
 }
@@ -209,7 +209,7 @@ func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
 // departs (see reservation.deferred).
-func (t *Transport) acquire(ctx context.Context, bs []bucket) (booking, error) {
+func (t *Transport) acquire(ctx context.Context, bs []Bucket) (booking, error) {
 	if len(bs) == 0 {
 		return booking{}, nil
 	}
@@ -242,7 +242,7 @@ var (
 	errHeld = errors.New("throttle: the slot is in a pause")
 )
 
-func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool) (booking, error) {
+func (t *Transport) acquireOnce(ctx context.Context, bs []Bucket, mayBeLate bool) (booking, error) {
 	if err := ctx.Err(); err != nil {
 		return booking{}, err
 	}
@@ -252,32 +252,32 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	}
 	sent := t.clock.Now()
 	t.views.take(bs, sent.UnixNano())
-	r, err := t.store.reserve(ctx, bs, budget)
+	r, err := t.store.Reserve(ctx, bs, budget)
 	if err != nil {
 		t.views.untake(bs, nil, sent.UnixNano())
 		return booking{}, err
 	}
 	t.views.untake(bs, &r, sent.UnixNano())
-	if r.held > 0 {
+	if r.Held > 0 {
 		// Another replica was told to pause these buckets: this process's
 		// waiters booked before the pause book again after it, as if the
 		// response had come here (see listen). Its end is reckoned from
 		// before the call, as listen's, so it comes no later than the
 		// store's.
-		t.queue.hold(bs, sent, sent.Add(r.held))
+		t.queue.hold(bs, sent, sent.Add(r.Held))
 	}
 	// The wait counts from when the store decided, somewhere between the
 	// call and its reply; half the round trip is the unbiased guess. Without
 	// it every departure would be late by the reply's latency, and late by
 	// different amounts on a loaded machine, which bunches departures.
 	now := t.clock.Now()
-	r.wait -= now.Sub(sent) / 2
-	if !r.ok {
+	r.Wait -= now.Sub(sent) / 2
+	if !r.OK {
 		return booking{}, r.waitError(budget, reason)
 	}
-	bk := booking{depart: now.Add(max(r.wait, 0)).UnixNano(), counts: r.counts}
+	bk := booking{depart: now.Add(max(r.Wait, 0)).UnixNano(), counts: r.Counts}
 	t.views.booked(bs, &r, now.UnixNano())
-	if r.wait > 0 {
+	if r.Wait > 0 {
 		if err := t.queue.enter(bs); err != nil {
 			t.giveBack(ctx, &r)
 			return booking{}, err
@@ -287,7 +287,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 		if mayBeLate {
 			tolerance = lateness(bs)
 		}
-		if err := t.queue.depart(ctx, t.clock, bs, r.wait, tolerance); err != nil {
+		if err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance); err != nil {
 			// Late or cancelled, the slot goes back where it is still the
 			// last one booked: a late request then books again at the
 			// time it really leaves, which the bucket counts right, and
@@ -300,7 +300,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			return booking{}, err
 		}
 	}
-	if rest := r.rest(); len(rest) > 0 {
+	if rest := r.Rest(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {
 			t.giveBack(ctx, &r)
 			return booking{}, err
@@ -316,12 +316,12 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 // replica into each pause, each replica learning of it only from its own
 // rejection. If so, it holds this process's waiters and returns errHeld.
 // A store that cannot answer lets the waiter go.
-func (t *Transport) checkHeld(ctx context.Context, bs []bucket) error {
+func (t *Transport) checkHeld(ctx context.Context, bs []Bucket) error {
 	now := t.clock.Now()
 	if !t.views.recheck(bs, now.UnixNano()) {
 		return nil
 	}
-	held, err := t.store.held(ctx, bs)
+	held, err := t.store.Held(ctx, bs)
 	if err != nil || held <= 0 {
 		return nil
 	}
@@ -337,21 +337,21 @@ func (t *Transport) checkHeld(ctx context.Context, bs []bucket) error {
 // because its slot came early), and when it has none the request queues in
 // it like any other rather than give up the slot it holds. Each round books
 // at least the slowest of rest, so it ends.
-func (t *Transport) bookDeferred(ctx context.Context, rest []bucket) error {
+func (t *Transport) bookDeferred(ctx context.Context, rest []Bucket) error {
 	for len(rest) > 0 {
 		budget, reason := t.budget(ctx)
-		r, err := t.store.reserve(ctx, rest, budget)
+		r, err := t.store.Reserve(ctx, rest, budget)
 		if err != nil {
 			return err
 		}
-		if !r.ok {
+		if !r.OK {
 			return r.waitError(budget, reason)
 		}
-		if err := sleep(ctx, t.clock, r.wait); err != nil {
+		if err := sleep(ctx, t.clock, r.Wait); err != nil {
 			t.giveBack(ctx, &r)
 			return err
 		}
-		rest = r.rest()
+		rest = r.Rest()
 	}
 	return nil
 }
@@ -368,20 +368,20 @@ func (t *Transport) budget(ctx context.Context) (time.Duration, error) {
 }
 
 // lateness returns the least lateness tolerance of bs.
-func lateness(bs []bucket) time.Duration {
-	d := bs[0].lateness
+func lateness(bs []Bucket) time.Duration {
+	d := bs[0].Lateness
 	for _, b := range bs[1:] {
-		d = min(d, b.lateness)
+		d = min(d, b.Lateness)
 	}
 	return d
 }
 
 // giveBack cancels a reservation that will not be used. The cancel must run
 // even though ctx may be done, so it runs without ctx's cancellation.
-func (t *Transport) giveBack(ctx context.Context, r *reservation) {
+func (t *Transport) giveBack(ctx context.Context, r *Reservation) {
 	// A failed cancel costs one slot and nothing else; there is no caller
 	// left to tell.
-	_ = r.cancel(context.WithoutCancel(ctx))
+	_ = r.Cancel(context.WithoutCancel(ctx))
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,

@@ -736,7 +736,7 @@ func TestMemoryFlat(t *testing.T) {
 	}
 	peakAlloc, peakInuse := heap()
 	peakLen := store.len()
-	clk.Advance(time.Second + sweepEvery) // every TAT has passed, a sweep is due
+	clk.Advance(time.Second + SweepEvery) // every TAT has passed, a sweep is due
 	send(-2)
 	afterAlloc, afterInuse := heap()
 	mb := func(x uint64) float64 { return float64(x) / (1 << 20) }

@@ -12,30 +12,30 @@ import (
 
 // undoBucket refills one slot every 100 ms, a burst of one: the n-th
 // booking in a row (from 0) waits n × 100 ms, in every store.
-var undoBucket = bucket{key: "undo", rule: "undo", interval: 100 * time.Millisecond, burst: 1, cost: 1}
+var undoBucket = Bucket{Key: "undo", Rule: "undo", Interval: 100 * time.Millisecond, Burst: 1, Cost: 1}
 
 // undoStores makes, for each store, a fresh one whose clock stands still
 // (clk): waits come out exact. Each is in the mode its name says when
 // returned.
-func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock) store {
+func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock) Store {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	return map[string]func(t *testing.T, clk *fakeclock.Clock) store{
-		"local": func(_ *testing.T, clk *fakeclock.Clock) store { return newLocalStore(clk) },
-		"redis": func(t *testing.T, clk *fakeclock.Clock) store {
+	return map[string]func(t *testing.T, clk *fakeclock.Clock) Store{
+		"local": func(_ *testing.T, clk *fakeclock.Clock) Store { return newLocalStore(clk) },
+		"redis": func(t *testing.T, clk *fakeclock.Clock) Store {
 			return redisStoreAt(rdb, testNamespace(t), clk)
 		},
-		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store {
+		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) Store {
 			f := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings()}, clk)
 			f.primary.(*redisStore).nowMicros = func() int64 { return clk.Now().UnixMicro() }
 			return f
 		},
-		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store {
+		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) Store {
 			primary := &flakyStore{inner: newLocalStore(clk), failing: true}
 			os := defaultOutageSettings()
 			os.share = 1 // the local buckets run the whole rule
 			f := newOutageStore(primary, os, clk, outageWiring{})
-			if _, err := f.reserve(context.Background(), []bucket{{key: "trip", rule: "trip", interval: time.Millisecond, burst: 1, cost: 1}}, 0); err != nil {
+			if _, err := f.Reserve(context.Background(), []Bucket{{Key: "trip", Rule: "trip", Interval: time.Millisecond, Burst: 1, Cost: 1}}, 0); err != nil {
 				t.Fatal(err)
 			}
 			if f.mode() != ModeFallback {
@@ -55,72 +55,72 @@ func TestReservationUndo(t *testing.T) {
 	// booking: 100 ms × the slots still booked ahead of it.
 	cases := []struct {
 		name string
-		run  func(t *testing.T, book func() reservation) time.Duration
+		run  func(t *testing.T, book func() Reservation) time.Duration
 		want time.Duration
 	}{{
 		name: "cancel gives the last slot back",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
 			r := book()
 			mustCancel(t, &r)
-			return book().wait
+			return book().Wait
 		},
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a copy cancels the same booking",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
 			r := book()
 			c := r
 			mustCancel(t, &c)
-			return book().wait
+			return book().Wait
 		},
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a copy in a copied slice cancels the same booking",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
-			rs := []reservation{book()}
-			cp := append([]reservation(nil), rs...)
-			rs[0] = reservation{}
+			rs := []Reservation{book()}
+			cp := append([]Reservation(nil), rs...)
+			rs[0] = Reservation{}
 			mustCancel(t, &cp[0])
-			return book().wait
+			return book().Wait
 		},
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a second cancel, of a copy, gives nothing back",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
 			r := book()
 			c := r
 			mustCancel(t, &r)
 			// The next booking takes the same slot again: a second undo
 			// of r would find it last and give it away.
-			if w := book().wait; w != 100*time.Millisecond {
+			if w := book().Wait; w != 100*time.Millisecond {
 				t.Fatalf("after the cancel, wait %v, want the 100ms slot", w)
 			}
 			mustCancel(t, &c)
 			mustCancel(t, &r)
-			return book().wait
+			return book().Wait
 		},
 		want: 200 * time.Millisecond,
 	}, {
 		name: "a slot with a booking behind it stays spent",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
 			r := book()
 			book()
 			mustCancel(t, &r)
-			return book().wait
+			return book().Wait
 		},
 		want: 300 * time.Millisecond,
 	}, {
 		name: "a reservation that booked nothing cancels nothing",
-		run: func(t *testing.T, book func() reservation) time.Duration {
+		run: func(t *testing.T, book func() Reservation) time.Duration {
 			book()
-			var zero reservation
+			var zero Reservation
 			mustCancel(t, &zero)
-			return book().wait
+			return book().Wait
 		},
 		want: 100 * time.Millisecond,
 	}}
@@ -130,10 +130,10 @@ func TestReservationUndo(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					clk := fakeclock.New(fbEpoch)
 					s := mk(t, clk)
-					book := func() reservation {
+					book := func() Reservation {
 						t.Helper()
-						r, err := s.reserve(ctx, []bucket{undoBucket}, time.Hour)
-						if err != nil || !r.ok {
+						r, err := s.Reserve(ctx, []Bucket{undoBucket}, time.Hour)
+						if err != nil || !r.OK {
 							t.Fatalf("reserve: %+v, %v", r, err)
 						}
 						return r
@@ -147,9 +147,9 @@ func TestReservationUndo(t *testing.T) {
 	}
 }
 
-func mustCancel(t *testing.T, r *reservation) {
+func mustCancel(t *testing.T, r *Reservation) {
 	t.Helper()
-	if err := r.cancel(context.Background()); err != nil {
+	if err := r.Cancel(context.Background()); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 }
@@ -183,8 +183,8 @@ func TestRedisStoreTimeout(t *testing.T) {
 			s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{timeout: rt, guard: !tc.ctxAware})
 			ctx := context.Background()
 			b := undoBucket
-			r, err := s.reserve(ctx, []bucket{b}, time.Hour)
-			if err != nil || !r.ok {
+			r, err := s.Reserve(ctx, []Bucket{b}, time.Hour)
+			if err != nil || !r.OK {
 				t.Fatalf("reserve before the stall: %+v, %v", r, err)
 			}
 			srv.Pause()
@@ -192,15 +192,15 @@ func TestRedisStoreTimeout(t *testing.T) {
 				start := time.Now()
 				switch op {
 				case "reserve":
-					_, err = s.reserve(ctx, []bucket{b}, time.Hour)
+					_, err = s.Reserve(ctx, []Bucket{b}, time.Hour)
 				case "cancel":
-					err = r.cancel(ctx)
+					err = r.Cancel(ctx)
 				case "pause":
-					err = s.pause(ctx, []bucket{b}, time.Second)
+					err = s.Pause(ctx, []Bucket{b}, time.Second)
 				case "limit":
-					err = s.limit(ctx, b, capSpec{rate: 1, span: time.Second})
+					err = s.Limit(ctx, b, Cap{Rate: 1, Span: time.Second})
 				case "held":
-					_, err = s.held(ctx, []bucket{b})
+					_, err = s.Held(ctx, []Bucket{b})
 				}
 				took := time.Since(start)
 				if !errors.Is(err, errRedisTimeout) {
