@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // scriptBatcher sends the reserve calls of concurrent requests to Redis
@@ -413,7 +415,7 @@ type scriptCall struct {
 	tag string
 	// bs and beat are the call's buckets and whether it carries the
 	// heartbeat, for a late reply (redisStore.late).
-	bs   []Bucket
+	bs   []store.Bucket
 	beat bool
 	// deadline is the caller's context deadline, or zero.
 	deadline time.Time

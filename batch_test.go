@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // pipelineCounter is a go-redis hook that records the pipelines sent and
@@ -125,7 +126,7 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 25, Cost: 1}}
+			bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 25, Cost: 1}}
 			// More than maxBatchRequests: the queue goes as several
 			// script calls in one pipeline.
 			const callers = maxBatchRequests + 40
@@ -210,8 +211,8 @@ func batchTenants(t *testing.T, rdb redis.UniversalClient, g *gate) {
 	h := &pipelineCounter{}
 	rdb.AddHook(h)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t), tagPerKey: true}, redisWiring{})
-	tenant := func(i int) []Bucket {
-		return []Bucket{{Key: "acct:" + hashKey(string(rune('a'+i))), Rule: "acct", Interval: time.Hour, Burst: 5, Cost: 1}}
+	tenant := func(i int) []store.Bucket {
+		return []store.Bucket{{Key: "acct:" + hashKey(string(rune('a'+i))), Rule: "acct", Interval: time.Hour, Burst: 5, Cost: 1}}
 	}
 	const perTenant = 12
 	admitted := make([]atomic.Int64, 3)
@@ -267,7 +268,7 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 			srv := redistest.Start(t)
 			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
-			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 3, Cost: 1}}
+			bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 3, Cost: 1}}
 			srv.Pause()
 			var wg sync.WaitGroup
 			wg.Add(maxInFlight)
@@ -315,7 +316,7 @@ func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 1, Cost: 1}}
+	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 1, Cost: 1}}
 	srv.Pause()
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
@@ -354,7 +355,7 @@ func TestBatchStress(t *testing.T) {
 			s, _ := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
 			const burst, callers = 60, 300
-			bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: burst, Cost: 1}}
+			bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: burst, Cost: 1}}
 			var admitted, gaveUp atomic.Int64
 			var wg sync.WaitGroup
 			stalls := make(chan struct{})

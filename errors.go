@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Sentinel errors. Errors returned by the Transport wrap one of them, so
@@ -31,7 +33,7 @@ var (
 
 	// ErrStoreUnavailable reports that the shared store could not be reached
 	// and the transport is configured to fail closed.
-	ErrStoreUnavailable = errors.New("throttle: store unavailable")
+	ErrStoreUnavailable = store.ErrUnavailable
 )
 
 // RuleError reports an invalid rule, or a request that a rule cannot admit

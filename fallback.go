@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Mode is how a Transport decides when requests may go. The zero value is
@@ -77,7 +79,7 @@ var errRedisTimeout = errors.New("throttle: redis call timed out")
 // or fail closed) until a half-open probe finds Redis answering again. See
 // docs/OUTAGES.md. It is safe for concurrent use.
 type outageStore struct {
-	primary Store
+	primary store.Store
 	clock   Clock
 	timeout *redisTimeout
 	// guard runs each Redis call on a goroutine of its own, so that the
@@ -104,7 +106,7 @@ type outageStore struct {
 	assumed     int64   // fleet size assumed before any heartbeat
 }
 
-var _ Store = (*outageStore)(nil)
+var _ store.Store = (*outageStore)(nil)
 
 func (f *outageStore) mode() Mode { return f.brk.mode() }
 
@@ -143,7 +145,7 @@ func (f *outageStore) shareNow() float64 {
 	return 1 / float64(max(n, 1))
 }
 
-func (f *outageStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
+func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
@@ -166,7 +168,7 @@ func (f *outageStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Dur
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up; Redis is not to blame.
 			f.brk.release(probe)
-			return Reservation{}, errors.Join(err, ctxErr)
+			return store.Reservation{}, errors.Join(err, ctxErr)
 		}
 		f.brk.failure(f.clock.Now(), probe, err)
 		cause = err
@@ -174,16 +176,16 @@ func (f *outageStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Dur
 	}
 	switch f.outage {
 	case ModeFailOpen:
-		return Reservation{OK: true, Buckets: bs, Unreported: true}, nil
+		return store.Reservation{OK: true, Buckets: bs, Unreported: true}, nil
 	case ModeFailClosed:
-		return Reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
+		return store.Reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 	}
 	share := f.shareNow()
 	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
 		f.outageShare.Store(bits)
 	}
 	lb := f.local.reserve(now, bs, maxWait, share)
-	r := Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
+	r := store.Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
 	if lb.id != 0 {
 		r.Undo = localHold{f, lb.id}
 	}
@@ -210,7 +212,7 @@ func (h localHold) Cancel(context.Context) error {
 // lasts.
 type sharedBooking struct {
 	f      *outageStore
-	shared Undo
+	shared store.Undo
 	grace  holdID
 	done   atomic.Bool
 }
@@ -262,7 +264,7 @@ func (f *outageStore) graceShare() float64 {
 // spent and has not earned back, as on the return, waiting slots
 // included, and drops the limiter. It returns r, and the name of the local
 // booking of a request that waits for it, or 0.
-func (f *outageStore) inGrace(now time.Time, until int64, r Reservation, maxWait time.Duration) (Reservation, holdID) {
+func (f *outageStore) inGrace(now time.Time, until int64, r store.Reservation, maxWait time.Duration) (store.Reservation, holdID) {
 	if now.UnixNano() >= until {
 		if f.graceUntil.CompareAndSwap(until, 0) {
 			f.local.unsettle(now)
@@ -288,7 +290,7 @@ func (f *outageStore) inGrace(now time.Time, until int64, r Reservation, maxWait
 // then a second one from the shared bucket.
 //
 // A probe's or a grace period's settled limiters stay (see inGrace).
-func (f *outageStore) reserveShared(ctx context.Context, bs []Bucket, maxWait time.Duration, probe bool) (Reservation, error) {
+func (f *outageStore) reserveShared(ctx context.Context, bs []store.Bucket, maxWait time.Duration, probe bool) (store.Reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
 		withDebt = bs
@@ -297,7 +299,7 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []Bucket, maxWait ti
 	switch {
 	case err != nil:
 		f.local.releaseDebts(debts)
-		return Reservation{}, err
+		return store.Reservation{}, err
 	case debts != nil:
 		f.local.settleDebts(debts, probe || f.graceUntil.Load() != 0)
 	}
@@ -306,7 +308,7 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []Bucket, maxWait ti
 		// request must not fail for it, so it is booked alone and the
 		// debt forgotten.
 		if r, err = f.callReserve(ctx, bs, maxWait); err != nil {
-			return Reservation{}, err
+			return store.Reservation{}, err
 		}
 	}
 	r.Buckets = bs // the Transport's view; the costs differ only by the debt
@@ -316,25 +318,25 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []Bucket, maxWait ti
 // callReserve runs one reserve on Redis within the timeout. A reservation
 // that arrives after the caller gave up on it is cancelled, so an abandoned
 // call books nothing (unless the cancel itself fails).
-func (f *outageStore) callReserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
+func (f *outageStore) callReserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	timeout := f.callTimeout()
 	if !f.reserveGuard {
 		// unguarded, not bounded: its call does not escape, so the
 		// closure costs no allocation on every request's path.
-		return unguarded(ctx, timeout, func(ctx context.Context) (Reservation, error) {
+		return unguarded(ctx, timeout, func(ctx context.Context) (store.Reservation, error) {
 			return f.primary.Reserve(ctx, bs, maxWait)
 		})
 	}
-	return bounded(ctx, timeout, true, func(ctx context.Context) (Reservation, error) {
+	return bounded(ctx, timeout, true, func(ctx context.Context) (store.Reservation, error) {
 		return f.primary.Reserve(ctx, bs, maxWait)
-	}, func(r Reservation) {
+	}, func(r store.Reservation) {
 		_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, r.Cancel(ctx)
 		}, nil)
 	})
 }
 
-func (f *outageStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
+func (f *outageStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	if f.brk.closed() {
 		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.Pause(ctx, bs, d)
@@ -358,7 +360,7 @@ func (f *outageStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) e
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *outageStore) Limit(ctx context.Context, b Bucket, c Cap) error {
+func (f *outageStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	if !f.brk.closed() {
 		return nil
 	}
@@ -373,7 +375,7 @@ func (f *outageStore) Limit(ctx context.Context, b Bucket, c Cap) error {
 
 // Held asks the shared buckets; during an outage this replica's own
 // pauses (listen) are all it knows, and they hold its waiters already.
-func (f *outageStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
+func (f *outageStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	if !f.brk.closed() {
 		return 0, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // localBuckets are the token buckets a replica runs while Redis is
@@ -26,7 +28,7 @@ type localBuckets struct {
 	m     map[string]*localBucket
 	held  map[holdID]heldLocal // waiting bookings, for cancels
 	next  holdID               // the last holdID given out
-	sweep Sweeper
+	sweep store.Sweeper
 	// latest is the latest time any limiter was used at. Callers read the
 	// clock before taking the lock, so their times arrive out of order,
 	// and a rate.Limiter used at an earlier time than before moves its
@@ -75,13 +77,13 @@ func newLocalBuckets(now time.Time) *localBuckets {
 	return &localBuckets{
 		m:     make(map[string]*localBucket),
 		held:  make(map[holdID]heldLocal),
-		sweep: NewSweeper(now.UnixNano()),
+		sweep: store.NewSweeper(now.UnixNano()),
 	}
 }
 
 // sized returns the limit and burst of b scaled by share: the rule's rate
 // times share, and its burst times share rounded down, at least 1.
-func sized(b *Bucket, share float64) (rate.Limit, int) {
+func sized(b *store.Bucket, share float64) (rate.Limit, int) {
 	perSecond := float64(time.Second) / float64(b.Interval)
 	burst := max(int(math.Floor(float64(b.Burst)*share)), 1)
 	return rate.Limit(perSecond * share), burst
@@ -96,7 +98,7 @@ func (l *localBuckets) at(now time.Time) time.Time {
 
 // get returns the limiter of b sized for share, making it if needed.
 // l.mu must be held.
-func (l *localBuckets) get(now time.Time, b *Bucket, share float64) *localBucket {
+func (l *localBuckets) get(now time.Time, b *store.Bucket, share float64) *localBucket {
 	e := l.m[b.Key]
 	if e == nil {
 		lim, burst := sized(b, share)
@@ -134,7 +136,7 @@ type localBooked struct {
 // reserveGrace) a new limiter is settled from the start; in the outage a
 // limiter spends anew, so it is no longer settled.
 type localRequest struct {
-	bs      []Bucket
+	bs      []store.Bucket
 	skip    []int
 	grace   bool
 	maxWait time.Duration
@@ -143,7 +145,7 @@ type localRequest struct {
 
 // reserve books one slot for a request in the buckets bs, all or nothing,
 // if it can depart within maxWait.
-func (l *localBuckets) reserve(now time.Time, bs []Bucket, maxWait time.Duration, share float64) localBooked {
+func (l *localBuckets) reserve(now time.Time, bs []store.Bucket, maxWait time.Duration, share float64) localBooked {
 	return l.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share})
 }
 
@@ -178,7 +180,7 @@ func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 //
 // Limiters made here are settled at once: what they spend is booked in
 // Redis as well, so it is owed nothing.
-func (l *localBuckets) reserveGrace(now time.Time, r *Reservation, maxWait time.Duration, share float64) localBooked {
+func (l *localBuckets) reserveGrace(now time.Time, r *store.Reservation, maxWait time.Duration, share float64) localBooked {
 	return l.reserveFor(now, localRequest{bs: r.Buckets, skip: r.Deferred, grace: true, maxWait: maxWait, share: share})
 }
 
@@ -208,7 +210,7 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 		for left := bs[i].Cost; left > 0; {
 			n := min(left, int64(e.lim.Burst()))
 			r := e.lim.ReserveN(at, int(n))
-			d := WaitNever
+			d := store.WaitNever
 			if r.OK() {
 				parts = append(parts, heldPart{r, at})
 				d = r.DelayFrom(now)
@@ -246,7 +248,7 @@ func cancelParts(now time.Time, parts []heldPart) {
 
 // pause holds the buckets bs shut until now+d; afterwards each lets one
 // request of cost 1 go, then refills from empty, as gcraPause does.
-func (l *localBuckets) pause(now time.Time, bs []Bucket, d time.Duration, share float64) {
+func (l *localBuckets) pause(now time.Time, bs []store.Bucket, d time.Duration, share float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	until := l.at(now).Add(max(d, 0))
@@ -273,13 +275,13 @@ func (l *localBuckets) pause(now time.Time, bs []Bucket, d time.Duration, share 
 // The limiters stay in use (the Redis call may fail) but are marked, so no
 // concurrent request books the same debt; settleDebts drops them once
 // Redis has booked it, releaseDebts unmarks them if it could not.
-func (l *localBuckets) takeDebts(now time.Time, bs []Bucket) ([]Bucket, []debt) {
+func (l *localBuckets) takeDebts(now time.Time, bs []store.Bucket) ([]store.Bucket, []debt) {
 	if l.n.Load() == 0 {
 		return nil, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Bucket
+	var out []store.Bucket
 	var debts []debt
 	for i := range bs {
 		e := l.m[bs[i].Key]
@@ -297,9 +299,9 @@ func (l *localBuckets) takeDebts(now time.Time, bs []Bucket) ([]Bucket, []debt) 
 			continue
 		}
 		if out == nil {
-			out = append([]Bucket(nil), bs...)
+			out = append([]store.Bucket(nil), bs...)
 		}
-		out[i].Cost = min(SatAdd(out[i].Cost, owed), out[i].Burst)
+		out[i].Cost = min(store.SatAdd(out[i].Cost, owed), out[i].Burst)
 	}
 	return out, debts
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Defaults of the outage options (see docs/OUTAGES.md).
@@ -128,7 +130,7 @@ func defaultOutageSettings() outageSettings {
 // fallback), wrapped in the outage store that bounds its calls and takes
 // over while Redis is unreachable (docs/OUTAGES.md). It checks first that
 // the Redis store can run cfg's rules.
-func newRedisOutageStore(cfg *config) (Store, error) {
+func newRedisOutageStore(cfg *config) (store.Store, error) {
 	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
 		return nil, err
 	}
@@ -197,7 +199,7 @@ type outageWiring struct {
 
 // newOutageStore wraps primary (the Redis store, or a test's stand-in)
 // with the outage behaviour set by os.
-func newOutageStore(primary Store, os outageSettings, c Clock, w outageWiring) *outageStore {
+func newOutageStore(primary store.Store, os outageSettings, c Clock, w outageWiring) *outageStore {
 	os = os.withDefaults()
 	if w.timeout == nil {
 		w.timeout = &redisTimeout{d: os.timeout}

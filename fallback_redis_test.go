@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // arrivals is an httptest handler that records arrival times; it never
@@ -200,7 +202,7 @@ func storeWaitsFor(t *testing.T, f *outageStore, d, bound time.Duration) storeWa
 	stalls := watchStalls(t)
 	defer stalls.stop()
 	var w storeWaits
-	b := []Bucket{{Key: "stall", Rule: "stall", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
+	b := []store.Bucket{{Key: "stall", Rule: "stall", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		start := time.Now()
 		r, err := f.Reserve(context.Background(), b, time.Hour)
@@ -351,7 +353,7 @@ func TestOutageStallAndLatency(t *testing.T) {
 // waitMode drives reserves until f reaches mode m, for up to 5 s.
 func waitMode(t *testing.T, f *outageStore, m Mode) {
 	t.Helper()
-	b := []Bucket{{Key: "wait", Rule: "wait", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
+	b := []store.Bucket{{Key: "wait", Rule: "wait", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if _, err := f.Reserve(context.Background(), b, time.Hour); err != nil {
 			t.Fatal(err)
@@ -455,7 +457,7 @@ func TestOutageOptionErrors(t *testing.T) {
 //	go test -run '^$' -bench 'Redis' -benchmem .
 func BenchmarkRedisFallback(b *testing.B) {
 	srv := redistest.Start(b)
-	bs := []Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
+	bs := []store.Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 	for _, tc := range []struct {
 		name     string
 		ctxAware bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 var errFlaky = errors.New("flaky: connection refused")
@@ -53,9 +54,9 @@ func (s *flakyStore) wait(ctx context.Context) error {
 	return nil
 }
 
-func (s *flakyStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
+func (s *flakyStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	if err := s.wait(ctx); err != nil {
-		return Reservation{}, err
+		return store.Reservation{}, err
 	}
 	costs := make([]int64, len(bs))
 	for i := range bs {
@@ -67,21 +68,21 @@ func (s *flakyStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Dura
 	return s.inner.Reserve(ctx, bs, maxWait)
 }
 
-func (s *flakyStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
+func (s *flakyStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
 	return s.inner.Pause(ctx, bs, d)
 }
 
-func (s *flakyStore) Limit(ctx context.Context, b Bucket, c Cap) error {
+func (s *flakyStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
 	return s.inner.Limit(ctx, b, c)
 }
 
-func (s *flakyStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
+func (s *flakyStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	if err := s.wait(ctx); err != nil {
 		return 0, err
 	}
@@ -103,8 +104,8 @@ func (s *flakyStore) callCount() int {
 var fbEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // fbBucket is a bucket of 100/s (interval 10 ms), burst 8.
-func fbBucket(key string) Bucket {
-	return Bucket{Key: key, Rule: key, Interval: 10 * time.Millisecond, Burst: 8, Cost: 1}
+func fbBucket(key string) store.Bucket {
+	return store.Bucket{Key: key, Rule: key, Interval: 10 * time.Millisecond, Burst: 8, Cost: 1}
 }
 
 type fbHarness struct {
@@ -123,7 +124,7 @@ func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarnes
 	return h
 }
 
-func (h *fbHarness) reserve(t *testing.T, bs ...Bucket) Reservation {
+func (h *fbHarness) reserve(t *testing.T, bs ...store.Bucket) store.Reservation {
 	t.Helper()
 	r, err := h.f.Reserve(context.Background(), bs, time.Hour)
 	if err != nil {
@@ -192,19 +193,19 @@ func TestFallbackOutageModes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		mode  Mode
-		check func(t *testing.T, r Reservation, err error)
+		check func(t *testing.T, r store.Reservation, err error)
 	}{
-		{"fallback", ModeFallback, func(t *testing.T, r Reservation, err error) {
+		{"fallback", ModeFallback, func(t *testing.T, r store.Reservation, err error) {
 			if err != nil || !r.OK {
 				t.Fatalf("got %+v, %v; want a local booking", r, err)
 			}
 		}},
-		{"fail open", ModeFailOpen, func(t *testing.T, r Reservation, err error) {
+		{"fail open", ModeFailOpen, func(t *testing.T, r store.Reservation, err error) {
 			if err != nil || !r.OK || r.Wait != 0 {
 				t.Fatalf("got %+v, %v; want ok at once", r, err)
 			}
 		}},
-		{"fail closed", ModeFailClosed, func(t *testing.T, r Reservation, err error) {
+		{"fail closed", ModeFailClosed, func(t *testing.T, r store.Reservation, err error) {
 			if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errFlaky) {
 				t.Fatalf("got %v, want ErrStoreUnavailable wrapping the cause", err)
 			}
@@ -219,7 +220,7 @@ func TestFallbackOutageModes(t *testing.T) {
 			// The failing call and the calls with the breaker open behave
 			// alike; fail open never runs out of a burst.
 			for range 20 {
-				r, err := h.f.Reserve(context.Background(), []Bucket{b}, 0)
+				r, err := h.f.Reserve(context.Background(), []store.Bucket{b}, 0)
 				if tc.mode == ModeFallback && err == nil && !r.OK {
 					break // the local burst is spent; not a failure
 				}
@@ -331,7 +332,7 @@ func (h *fbHarness) returnNow() {
 
 // departures runs one replica's closed loop of requests for d, each
 // departing at its slot, and returns how many departed.
-func (h *fbHarness) departures(t *testing.T, b Bucket, d time.Duration) int {
+func (h *fbHarness) departures(t *testing.T, b store.Bucket, d time.Duration) int {
 	t.Helper()
 	end := h.clk.Now().Add(d)
 	n := 0
@@ -413,7 +414,7 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		if r2 := h.reserve(t, a, b); r2.Wait != 80*time.Millisecond {
 			t.Fatalf("after the copy's cancel, wait %v, want the 80ms local slot back", r2.Wait)
 		}
-		for _, x := range []*Reservation{&r, &c} {
+		for _, x := range []*store.Reservation{&r, &c} {
 			if err := x.Cancel(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +430,7 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		h.reserve(t, b)
 		h.reserve(t, b)
 		h.returnNow()
-		r, err := h.f.Reserve(context.Background(), []Bucket{b}, 10*time.Millisecond)
+		r, err := h.f.Reserve(context.Background(), []store.Bucket{b}, 10*time.Millisecond)
 		if err != nil || !r.OK {
 			t.Fatalf("reserve: %+v, %v; want the shared slot", r, err)
 		}
@@ -470,7 +471,7 @@ func TestFallbackLocalRefundAndPause(t *testing.T) {
 		t.Fatalf("after refund, wait = %v, want the refunded 10ms slot", r2.Wait)
 	}
 
-	if err := h.f.Pause(context.Background(), []Bucket{b}, time.Second); err != nil {
+	if err := h.f.Pause(context.Background(), []store.Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.reserve(t, b); r.Wait != time.Second {
@@ -486,10 +487,10 @@ func TestFallbackAllOrNothingAndCost(t *testing.T) {
 	h.primary.set(true)
 	a, b := fbBucket("a"), fbBucket("b")
 	b.Interval, b.Burst = time.Second, 1 // share 1/4: burst 1, one token per 4s
-	if _, err := h.f.Reserve(context.Background(), []Bucket{a, b}, 0); err != nil {
+	if _, err := h.f.Reserve(context.Background(), []store.Bucket{a, b}, 0); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := h.f.Reserve(context.Background(), []Bucket{a, b}, time.Second)
+	r, _ := h.f.Reserve(context.Background(), []store.Bucket{a, b}, time.Second)
 	if r.OK || r.Limiter != 1 {
 		t.Fatalf("got %+v, want refused by bucket b", r)
 	}
@@ -511,7 +512,7 @@ func TestFallbackSweepsIdleLimiters(t *testing.T) {
 	for i := range 3 {
 		h.reserve(t, fbBucket(string(rune('a'+i))))
 	}
-	h.clk.Advance(SweepEvery)
+	h.clk.Advance(store.SweepEvery)
 	h.reserve(t, fbBucket("z"))
 	if n, _ := h.f.local.len(); n != 1 {
 		t.Fatalf("%d limiters after a sweep, want 1 (the idle ones dropped)", n)
@@ -525,7 +526,7 @@ func TestFallbackCallerCancelDoesNotTrip(t *testing.T) {
 	h.primary.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.f.Reserve(ctx, []Bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
+	if _, err := h.f.Reserve(ctx, []store.Bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if h.f.mode() != ModeShared {
@@ -551,7 +552,7 @@ func TestFallbackTimeout(t *testing.T) {
 			if f.callTimeout() != coldTimeout {
 				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), coldTimeout)
 			}
-			if _, err := f.Reserve(context.Background(), []Bucket{fbBucket("warm")}, time.Hour); err != nil {
+			if _, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("warm")}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			if f.callTimeout() != os.timeout {
@@ -563,7 +564,7 @@ func TestFallbackTimeout(t *testing.T) {
 			primary.stall = stall
 			primary.mu.Unlock()
 			start := time.Now()
-			r, err := f.Reserve(context.Background(), []Bucket{fbBucket("a")}, time.Hour)
+			r, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("a")}, time.Hour)
 			took := time.Since(start)
 			if err != nil || !r.OK {
 				t.Fatalf("got %+v, %v; want a local booking", r, err)
@@ -597,7 +598,7 @@ func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 		got <- f.mode()
 	}
 	f = newOutageStore(primary, os, clk, outageWiring{})
-	if _, err := f.Reserve(context.Background(), []Bucket{fbBucket("a")}, time.Hour); err != nil {
+	if _, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("a")}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // WithDialects adds provider dialects to the standard header parsers that
@@ -31,7 +32,7 @@ const maxQuotaWindow = 366 * 24 * time.Hour
 // it and holds its own waiters alike (reservation.held). A response that
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
 // at what the server leaves the fleet (store.limit).
-func (t *Transport) listen(ctx context.Context, bs []Bucket, bk booking, resp *http.Response) header.Signal {
+func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, resp *http.Response) header.Signal {
 	sig := t.signal(resp)
 	if len(bs) == 0 || t.noFeedback {
 		return sig

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // TestRedisHeldReported: a pause set by one replica is kept in the bucket
@@ -21,8 +22,8 @@ func TestRedisHeldReported(t *testing.T) {
 	ns := testNamespace(t)
 	a := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
 	b := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
-	one := []Bucket{{Key: "g", Rule: "g", Interval: time.Millisecond, Burst: 5, Cost: 1}}
-	two := []Bucket{one[0], {Key: "e", Rule: "e", Interval: time.Millisecond, Burst: 5, Cost: 1}}
+	one := []store.Bucket{{Key: "g", Rule: "g", Interval: time.Millisecond, Burst: 5, Cost: 1}}
+	two := []store.Bucket{one[0], {Key: "e", Rule: "e", Interval: time.Millisecond, Burst: 5, Cost: 1}}
 
 	if r, err := b.Reserve(ctx, two, time.Second); err != nil || !r.OK || r.Held != 0 {
 		t.Fatalf("before any pause: %+v, %v; want booked, held 0", r, err)
@@ -31,7 +32,7 @@ func TestRedisHeldReported(t *testing.T) {
 	if err := a.Pause(ctx, one, pause); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, bs []Bucket, maxWait time.Duration) Reservation {
+	check := func(what string, bs []store.Bucket, maxWait time.Duration) store.Reservation {
 		t.Helper()
 		r, err := b.Reserve(ctx, bs, maxWait)
 		if err != nil {
@@ -52,7 +53,7 @@ func TestRedisHeldReported(t *testing.T) {
 	if err := r.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Limit(ctx, one[0], Cap{Rate: 5, Span: time.Second}); err != nil {
+	if err := b.Limit(ctx, one[0], store.Cap{Rate: 5, Span: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a refund and a cap", one, 0)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // This file holds the generic cell rate algorithm (GCRA), the leaky bucket
@@ -20,22 +22,6 @@ import (
 //
 // reserve.lua runs the same steps in Redis, in microseconds.
 
-// SatMul returns a·b for non-negative a and b, saturating at MaxInt64.
-func SatMul(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
-}
-
-// SatAdd returns a+b for b ≥ 0, saturating at MaxInt64.
-func SatAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
 // gcraAllowAt returns the earliest time a request of cost units conforms to
 // a bucket with the given TAT, never earlier than now.
 func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
@@ -45,9 +31,9 @@ func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
 	base := max(tat, now)
 	var at int64
 	if cost <= burst {
-		at = base - SatMul(interval, burst-cost)
+		at = base - store.SatMul(interval, burst-cost)
 	} else {
-		at = SatAdd(base, SatMul(interval, cost-burst))
+		at = store.SatAdd(base, store.SatMul(interval, cost-burst))
 	}
 	return max(at, now)
 }
@@ -55,14 +41,14 @@ func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
 // gcraBook returns the TAT of a bucket after a request of cost units departs
 // at time at.
 func gcraBook(tat, at, interval, cost int64) int64 {
-	return SatAdd(max(tat, at), SatMul(interval, cost))
+	return store.SatAdd(max(tat, at), store.SatMul(interval, cost))
 }
 
 // gcraPause returns the TAT that holds a bucket shut until the time until:
 // the next request of cost 1 conforms at until, and the bucket refills from
 // empty afterwards, so a pause never ends in a burst.
 func gcraPause(tat, until, interval, burst int64) int64 {
-	return max(tat, SatAdd(until, SatMul(interval, burst-1)))
+	return max(tat, store.SatAdd(until, store.SatMul(interval, burst-1)))
 }
 
 // LeakyBucket is a GCRA leaky bucket for use within one process: the
@@ -101,11 +87,6 @@ func (b *LeakyBucket) AllowN(now time.Time, n int) bool {
 	return ok
 }
 
-// WaitNever is the wait of a slot no bucket can give (a cost above the
-// burst; a rate.Reservation that is not OK in the outage's local buckets):
-// longer than any maxWait.
-const WaitNever = time.Duration(math.MaxInt64)
-
 // ReserveN books a slot for a request of cost n at time now if the request
 // can depart within maxWait, and returns the wait until its slot. When the
 // wait exceeds maxWait, or n exceeds the burst, nothing is booked, ok is
@@ -114,7 +95,7 @@ const WaitNever = time.Duration(math.MaxInt64)
 func (b *LeakyBucket) ReserveN(now time.Time, n int, maxWait time.Duration) (wait time.Duration, ok bool) {
 	cost := max(int64(n), 1)
 	if cost > b.burst {
-		return WaitNever, false
+		return store.WaitNever, false
 	}
 	t := now.UnixNano()
 	iv := int64(b.interval)

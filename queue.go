@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // waitQueue holds the requests of this process that wait in each bucket.
@@ -45,7 +47,7 @@ func newWaitQueue(max int) *waitQueue {
 // its lane just after is held back too.
 // Pauses that have passed by now are dropped, so that partitioned buckets
 // leave no trail.
-func (q *waitQueue) hold(bs []Bucket, now, until time.Time) {
+func (q *waitQueue) hold(bs []store.Bucket, now, until time.Time) {
 	end := until.UnixNano()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -66,7 +68,7 @@ func (q *waitQueue) hold(bs []Bucket, now, until time.Time) {
 // the pause's end here and in the store differ by the latency of the call
 // that set it.
 // q.mu must be held.
-func (q *waitQueue) heldLocked(bs []Bucket, slot, now int64, slack time.Duration) bool {
+func (q *waitQueue) heldLocked(bs []store.Bucket, slot, now int64, slack time.Duration) bool {
 	if len(q.held) == 0 {
 		return false
 	}
@@ -77,7 +79,7 @@ func (q *waitQueue) heldLocked(bs []Bucket, slot, now int64, slack time.Duration
 		case !ok:
 		case end <= now:
 			delete(q.held, b.Key)
-		case SatAdd(slot, int64(slack)) < end:
+		case store.SatAdd(slot, int64(slack)) < end:
 			held = true
 		}
 	}
@@ -87,7 +89,7 @@ func (q *waitQueue) heldLocked(bs []Bucket, slot, now int64, slack time.Duration
 // full returns a QueueFullError if any bucket of bs already has the maximum
 // number of waiters. Checking before booking keeps a full queue from booking
 // slots it would only give back; enter checks again, exactly.
-func (q *waitQueue) full(bs []Bucket) error {
+func (q *waitQueue) full(bs []store.Bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
@@ -100,7 +102,7 @@ func (q *waitQueue) full(bs []Bucket) error {
 
 // enter counts a waiter in each of its buckets, or in none if any of them
 // already has the maximum number of waiters.
-func (q *waitQueue) enter(bs []Bucket) error {
+func (q *waitQueue) enter(bs []store.Bucket) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
@@ -127,7 +129,7 @@ func (q *waitQueue) waitingLocked(key string) int {
 }
 
 // leave uncounts a waiter that entered.
-func (q *waitQueue) leave(bs []Bucket) {
+func (q *waitQueue) leave(bs []store.Bucket) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
@@ -151,7 +153,7 @@ const anyLateness time.Duration = -1
 // the slot, which was therefore booked before the pause: Transport.acquire
 // books it again, after the pause. A waiter with tolerance anyLateness
 // (or any other below 0) leaves on its slot whatever happened.
-func (q *waitQueue) depart(ctx context.Context, c Clock, bs []Bucket, wait, tolerance time.Duration) error {
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait, tolerance time.Duration) error {
 	slot := c.Now().Add(wait)
 	if err := sleep(ctx, c, wait); err != nil {
 		return err
@@ -169,7 +171,7 @@ func (q *waitQueue) depart(ctx context.Context, c Clock, bs []Bucket, wait, tole
 	}
 	for _, b := range bs {
 		if l := q.lanes[b.Key]; l != nil && l.last != 0 {
-			at = max(at, SatAdd(l.last, SatMul(int64(b.Interval), b.Cost)))
+			at = max(at, store.SatAdd(l.last, store.SatMul(int64(b.Interval), b.Cost)))
 		}
 	}
 	for _, b := range bs {

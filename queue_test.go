@@ -7,37 +7,38 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 func TestWaitQueue(t *testing.T) {
-	a := Bucket{Key: "a", Rule: "ra"}
-	b := Bucket{Key: "b", Rule: "rb"}
+	a := store.Bucket{Key: "a", Rule: "ra"}
+	b := store.Bucket{Key: "b", Rule: "rb"}
 
 	t.Run("enter counts in every bucket, up to max", func(t *testing.T) {
 		q := newWaitQueue(2)
 		for range 2 {
-			if err := q.enter([]Bucket{a, b}); err != nil {
+			if err := q.enter([]store.Bucket{a, b}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var qe *QueueFullError
-		if err := q.enter([]Bucket{b}); !errors.As(err, &qe) || qe.Rule != "rb" || qe.Waiting != 2 {
+		if err := q.enter([]store.Bucket{b}); !errors.As(err, &qe) || qe.Rule != "rb" || qe.Waiting != 2 {
 			t.Fatalf("err %v, want *QueueFullError{rb, 2}", err)
 		}
-		if err := q.full([]Bucket{a}); !errors.Is(err, ErrQueueFull) {
+		if err := q.full([]store.Bucket{a}); !errors.Is(err, ErrQueueFull) {
 			t.Fatalf("full: %v, want ErrQueueFull", err)
 		}
 	})
 
 	t.Run("all or nothing: a full bucket counts in no bucket", func(t *testing.T) {
 		q := newWaitQueue(1)
-		if err := q.enter([]Bucket{b}); err != nil {
+		if err := q.enter([]store.Bucket{b}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.enter([]Bucket{a, b}); !errors.Is(err, ErrQueueFull) {
+		if err := q.enter([]store.Bucket{a, b}); !errors.Is(err, ErrQueueFull) {
 			t.Fatalf("err %v, want ErrQueueFull", err)
 		}
-		if err := q.enter([]Bucket{a}); err != nil {
+		if err := q.enter([]store.Bucket{a}); err != nil {
 			t.Fatalf("a was counted by a rejected entry: %v", err)
 		}
 	})
@@ -45,10 +46,10 @@ func TestWaitQueue(t *testing.T) {
 	t.Run("leave frees the place and deletes empty keys", func(t *testing.T) {
 		q := newWaitQueue(1)
 		for range 3 {
-			if err := q.enter([]Bucket{a, b}); err != nil {
+			if err := q.enter([]store.Bucket{a, b}); err != nil {
 				t.Fatal(err)
 			}
-			q.leave([]Bucket{a, b})
+			q.leave([]store.Bucket{a, b})
 		}
 		if len(q.lanes) != 0 {
 			t.Fatalf("lanes map holds %v after everyone left", q.lanes)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // This file holds the model of the server's limiter that the fleet reads
@@ -124,7 +125,7 @@ type quotaView struct {
 	// pausedUntil is the end of the latest pause this process knows of.
 	pausedUntil int64
 	// sent is the last cap this process sent, at sentAt.
-	sent   Cap
+	sent   store.Cap
 	sentAt int64
 	// unsent is the units this process sent in the bucket and has not yet
 	// reported to the store (bucket.sent).
@@ -172,7 +173,7 @@ type feedbackActions struct {
 // bucketCap is a cap for the request's bucket i.
 type bucketCap struct {
 	i    int
-	spec Cap
+	spec store.Cap
 }
 
 // viewLocked returns the view of key, made if needed. v.mu must be held.
@@ -211,7 +212,7 @@ func (v *quotaViews) sweepLocked(now int64) {
 
 // take moves the units sent and not yet reported in bs's buckets into
 // bs (bucket.sent), for the reservation about to be made at now.
-func (v *quotaViews) take(bs []Bucket, now int64) {
+func (v *quotaViews) take(bs []store.Bucket, now int64) {
 	if v.unsent.Load() == 0 {
 		return
 	}
@@ -240,7 +241,7 @@ const reportDelayWeight = 0.1
 // untake puts back what take moved into bs, for the buckets the store did
 // not count it in: all of them when r is nil (the call failed) or not
 // booked, the deferred ones otherwise.
-func (v *quotaViews) untake(bs []Bucket, r *Reservation, now int64) {
+func (v *quotaViews) untake(bs []store.Bucket, r *store.Reservation, now int64) {
 	for i := range bs {
 		if bs[i].Sent > 0 && (r == nil || !r.Reported(i)) {
 			v.report(&bs[i], bs[i].Sent, now)
@@ -263,7 +264,7 @@ func (v *quotaViews) untake(bs []Bucket, r *Reservation, now int64) {
 // counts the bucket, what waits to be reported is held to a window of the
 // rule (quota.Rate and the burst): no more can have left in the window
 // the first reading looks back over.
-func (v *quotaViews) departed(bs []Bucket, now int64) {
+func (v *quotaViews) departed(bs []store.Bucket, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
@@ -280,7 +281,7 @@ func (v *quotaViews) departed(bs []Bucket, now int64) {
 	}
 }
 
-func (v *quotaViews) report(b *Bucket, units, now int64) {
+func (v *quotaViews) report(b *store.Bucket, units, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.reportLocked(b, units, now)
@@ -288,7 +289,7 @@ func (v *quotaViews) report(b *Bucket, units, now int64) {
 
 // reportLocked adds units, sent at now, to what b has to report. v.mu
 // must be held.
-func (v *quotaViews) reportLocked(b *Bucket, units, now int64) {
+func (v *quotaViews) reportLocked(b *store.Bucket, units, now int64) {
 	vw := v.views[b.Key]
 	if vw == nil {
 		return
@@ -303,7 +304,7 @@ func (v *quotaViews) reportLocked(b *Bucket, units, now int64) {
 // booked records a reservation made at now: a counted bucket's count goes
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
-func (v *quotaViews) booked(bs []Bucket, r *Reservation, now int64) {
+func (v *quotaViews) booked(bs []store.Bucket, r *store.Reservation, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
@@ -323,13 +324,13 @@ func (v *quotaViews) booked(bs []Bucket, r *Reservation, now int64) {
 			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
 		if r.Held > 0 {
-			vw.pausedUntil = max(vw.pausedUntil, SatAdd(now, int64(r.Held)))
+			vw.pausedUntil = max(vw.pausedUntil, store.SatAdd(now, int64(r.Held)))
 		}
 	}
 }
 
 // paused records a pause of bs until until.
-func (v *quotaViews) paused(bs []Bucket, until, now int64) {
+func (v *quotaViews) paused(bs []store.Bucket, until, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
@@ -340,11 +341,11 @@ func (v *quotaViews) paused(bs []Bucket, until, now int64) {
 
 // recheck reports whether a waiter of bs departing at now should first ask
 // the store for a pause: one of bs was paused within recheckAfterPause.
-func (v *quotaViews) recheck(bs []Bucket, now int64) bool {
+func (v *quotaViews) recheck(bs []store.Bucket, now int64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].Key]; vw != nil && now < SatAdd(vw.pausedUntil, int64(recheckAfterPause)) {
+		if vw := v.views[bs[i].Key]; vw != nil && now < store.SatAdd(vw.pausedUntil, int64(recheckAfterPause)) {
 			return true
 		}
 	}
@@ -353,7 +354,7 @@ func (v *quotaViews) recheck(bs []Bucket, now int64) bool {
 
 // read works out what sig, the answer to a request booked as bk in bs,
 // asks of the store at now.
-func (v *quotaViews) read(bs []Bucket, bk booking, sig header.Signal, now int64) feedbackActions {
+func (v *quotaViews) read(bs []store.Bucket, bk booking, sig header.Signal, now int64) feedbackActions {
 	var act feedbackActions
 	quotas := requestQuotas(sig.Quotas)
 	if !sig.Limited && !sig.HasRetryAfter && quotas == 0 {
@@ -484,7 +485,7 @@ func (vw *quotaView) detect(qs []header.Quota, now int64) {
 		if !readable(q) || !q.HasReset || q.Reset <= 0 {
 			continue
 		}
-		at := SatAdd(now, int64(q.Reset))
+		at := store.SatAdd(now, int64(q.Reset))
 		switch d := at - vw.resetAt; {
 		case vw.resetAt == 0:
 			vw.resetAt, vw.resetSince = at, now
@@ -508,17 +509,17 @@ func (vw *quotaView) detect(qs []header.Quota, now int64) {
 // request departing at depart whose bucket the store counts (counted);
 // force when it must reach the store whatever was sent before (a
 // rejection's); ok false when sig says nothing the model can use.
-func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Signal, now int64) (spec Cap, force, ok bool) {
+func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig header.Signal, now int64) (spec store.Cap, force, ok bool) {
 	ruleRate := 1e9 / float64(b.Interval)
-	countOnly := Cap{Span: countWindows * ruleWindow(b)}
+	countOnly := store.Cap{Span: countWindows * ruleWindow(b)}
 	if !counted {
 		// Count first, to read the next answers.
 		if sig.Limited || requestQuotas(sig.Quotas) > 0 {
 			return countOnly, false, true
 		}
-		return Cap{}, false, false
+		return store.Cap{}, false, false
 	}
-	best, bestOK := Cap{}, false
+	best, bestOK := store.Cap{}, false
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
 		if !readable(q) {
@@ -529,7 +530,7 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 			vw.window = w
 		}
 		reserve := b.Headroom*float64(q.Limit) + 1
-		var c Cap
+		var c store.Cap
 		if vw.fixed && q.HasReset && q.Reset > 0 {
 			// What remains until the reset, less what the fleet has
 			// sent since this request (as far as this process knows).
@@ -544,7 +545,7 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 			// quota for the whole window.
 			room := float64(q.Remaining) - reserve - float64(since)
 			in := max(q.Reset-resetRounding, q.Reset/2)
-			c = Cap{Rate: max(room, 0) / in.Seconds(), Span: in}
+			c = store.Cap{Rate: max(room, 0) / in.Seconds(), Span: in}
 		} else {
 			own, covered, ok := vw.ledger.window(int64(w), depart)
 			if !ok || covered < int64(w)/minCoveredShare || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
@@ -560,7 +561,7 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 				others = reserve + (others-reserve)*float64(w)/float64(covered)
 			}
 			room := float64(q.Limit) - others - reserve
-			c = Cap{Rate: room / w.Seconds(), Span: capWindows * w}
+			c = store.Cap{Rate: room / w.Seconds(), Span: capWindows * w}
 		}
 		c.Rate = max(c.Rate, minUnitsPerWindow/w.Seconds())
 		if c.Rate*w.Seconds()+1 >= ruleRate*w.Seconds()-1e-3 {
@@ -581,13 +582,13 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 		// book again at the rate in force when it ends.
 		return best, sig.Limited, true
 	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
-		return Cap{}, false, false
+		return store.Cap{}, false, false
 	}
 	// A rejection with no quota report: see the file's comment.
 	w := ruleWindow(b)
 	own, covered, ok := vw.ledger.window(int64(w), depart)
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
-		return Cap{}, false, false
+		return store.Cap{}, false, false
 	}
 	rate := max((float64(own)-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
@@ -598,7 +599,7 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 		slope = ruleRate / (climbWindows * w.Seconds())
 	}
 	span := time.Duration((ruleRate - rate) / slope * 1e9)
-	return Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
+	return store.Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
 }
 
 // shouldSend reports whether spec must go to the store: a rejection's cap
@@ -609,7 +610,7 @@ func (vw *quotaView) decide(b *Bucket, depart int64, counted bool, sig header.Si
 // rule; none where there was a cap, always), or when the last one is half
 // through its span; and never more often than ledgerSamplesPerW times a
 // window, so a busy bucket costs the store a few calls a window.
-func (vw *quotaView) shouldSend(spec Cap, force bool, b *Bucket, now int64) bool {
+func (vw *quotaView) shouldSend(spec store.Cap, force bool, b *store.Bucket, now int64) bool {
 	if force || vw.sentAt == 0 {
 		return true
 	}
@@ -643,7 +644,7 @@ const maxCapDrift = 0.02
 // over a window much longer than that finds no ledger reaching back so far
 // and caps nothing by the sliding reading (a day-long policy beside a
 // burst one); a fixed window needs only the ledger's last samples.
-func (vw *quotaView) span(b *Bucket) time.Duration {
+func (vw *quotaView) span(b *store.Bucket) time.Duration {
 	if vw.window > 0 {
 		return vw.window
 	}
@@ -652,12 +653,12 @@ func (vw *quotaView) span(b *Bucket) time.Duration {
 
 // ruleWindow returns the rule's period: the window the model assumes when
 // the server names none and reports no limit.
-func ruleWindow(b *Bucket) time.Duration { return max(b.Period, time.Millisecond) }
+func ruleWindow(b *store.Bucket) time.Duration { return max(b.Period, time.Millisecond) }
 
 // quotaWindow returns q's window: the one the server names, else the time
 // the rule takes to spend q's limit (the rule's period when the rule is the
 // quota).
-func quotaWindow(q *header.Quota, b *Bucket) time.Duration {
+func quotaWindow(q *header.Quota, b *store.Bucket) time.Duration {
 	if q.Window > 0 {
 		return q.Window
 	}

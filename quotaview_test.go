@@ -6,20 +6,21 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // quotaBucket is a bucket of a rule of 100 per second, burst 1, at the
 // default headroom: a rule equal to a quota of 100 per second.
-func quotaBucket() Bucket {
+func quotaBucket() store.Bucket {
 	l := Limit{Rate: 100, Period: time.Second, Burst: 1}
-	return Bucket{Key: "api", Rule: "api", Interval: l.interval(DefaultHeadroom), Burst: 1, Cost: 1,
+	return store.Bucket{Key: "api", Rule: "api", Interval: l.interval(DefaultHeadroom), Burst: 1, Cost: 1,
 		Rate: int64(l.Rate), Period: l.Period, Headroom: DefaultHeadroom}
 }
 
 // fill gives vw a ledger in which the fleet sent perSecond units a second,
 // evenly, from from to to (Unix ns), sampled every 10 ms, the count
 // starting at start.
-func fill(vw *quotaView, b *Bucket, start int64, from, to int64, perSecond float64) {
+func fill(vw *quotaView, b *store.Bucket, start int64, from, to int64, perSecond float64) {
 	spacing := int64(vw.span(b)) / ledgerSamplesPerW
 	for t := from; t <= to; t += int64(10 * time.Millisecond) {
 		vw.ledger.add(t, start+int64(math.Round(perSecond*float64(t-from)/1e9)), spacing)
@@ -154,7 +155,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 
 	views := newQuotaViews()
 	views.views["api"] = &quotaView{fixed: true}
-	bs := []Bucket{b}
+	bs := []store.Bucket{b}
 	exhausted := header.Signal{Quotas: []header.Quota{xrl(100, 0, 20*time.Second)}}
 	if act := views.read(bs, booking{}, exhausted, now); act.pause != 20*time.Second {
 		t.Errorf("fixed, none left: pause %v, want 20s", act.pause)
@@ -170,7 +171,7 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 // success.
 func TestQuotaViewNoWaitBackoff(t *testing.T) {
 	views := newQuotaViews()
-	bs := []Bucket{quotaBucket()}
+	bs := []store.Bucket{quotaBucket()}
 	rejected := header.Signal{Limited: true, Reason: "global-rate"}
 	var got []time.Duration
 	for range 6 {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // BenchmarkRedis compares, against one private redis-server in one run, the
@@ -75,7 +76,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	ctx := context.Background()
 
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "bench"}, redisWiring{})
-	bs := []Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
+	bs := []store.Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 
 	limiter := redis_rate.NewLimiter(rdb)
 	limit := redis_rate.Limit{Rate: 1 << 30, Period: time.Second, Burst: 1 << 30}

@@ -4,38 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
-
-// Idle buckets are dropped by sweeps. A bucket whose TAT has passed equals a
-// new one, so dropping it never changes a decision. A sweep copies the live
-// buckets into a new map (Go maps do not shrink) and runs when the map has
-// doubled since the last sweep, or SweepEvery after it, whichever comes
-// first: its O(n) cost is spread over at least n/2 insertions or a minute.
-const (
-	SweepEvery   = time.Minute
-	SweepMinSize = 1024
-)
-
-// Sweeper is that sweep policy, for a map of idle entries; times are Unix
-// nanoseconds. The local store and the outage store's local buckets share
-// it.
-type Sweeper struct {
-	size int   // sweep when the map reaches this size
-	at   int64 // time of the last sweep
-}
-
-func NewSweeper(now int64) Sweeper { return Sweeper{size: SweepMinSize, at: now} }
-
-// Due reports whether a map of n entries is Due a sweep at now.
-func (w *Sweeper) Due(n int, now int64) bool {
-	return n >= w.size || (n > 0 && now-w.at >= int64(SweepEvery))
-}
-
-// Swept records a sweep at now that left live entries.
-func (w *Sweeper) Swept(live int, now int64) {
-	w.size = max(2*live, SweepMinSize)
-	w.at = now
-}
 
 // localStore keeps buckets in this process, guarded by one mutex.
 type localStore struct {
@@ -45,7 +16,7 @@ type localStore struct {
 	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps   map[string]rateCap
 	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
-	sweep  Sweeper
+	sweep  store.Sweeper
 }
 
 func newLocalStore(c Clock) *localStore {
@@ -54,11 +25,11 @@ func newLocalStore(c Clock) *localStore {
 		tats:   make(map[string]int64),
 		caps:   make(map[string]rateCap),
 		counts: make(map[string]int64),
-		sweep:  NewSweeper(c.Now().UnixNano()),
+		sweep:  store.NewSweeper(c.Now().UnixNano()),
 	}
 }
 
-func (s *localStore) Reserve(_ context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
+func (s *localStore) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,7 +48,7 @@ func (s *localStore) Reserve(_ context.Context, bs []Bucket, maxWait time.Durati
 			depart, limiter = at, i
 		}
 	}
-	r := Reservation{Wait: time.Duration(depart - now), Limiter: limiter, Buckets: bs}
+	r := store.Reservation{Wait: time.Duration(depart - now), Limiter: limiter, Buckets: bs}
 	if r.Wait > maxWait {
 		return r, nil
 	}
@@ -118,26 +89,26 @@ func (s *localStore) cappedLocked(key string, now int64) bool {
 	return ok
 }
 
-func (s *localStore) Limit(_ context.Context, b Bucket, c Cap) error {
+func (s *localStore) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.cappedLocked(b.Key, now) {
 		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
-	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: SatAdd(now, int64(max(c.Span, 1)))}
+	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1)))}
 	return nil
 }
 
 // Held is always 0: in one process, listen holds the waiters itself.
-func (s *localStore) Held(context.Context, []Bucket) (time.Duration, error) { return 0, nil }
+func (s *localStore) Held(context.Context, []store.Bucket) (time.Duration, error) { return 0, nil }
 
 // localBooking is the undo of a localStore reservation: each bucket's TAT
 // before and after the booking, so that cancel can tell whether its slot is
 // still the last one.
 type localBooking struct {
 	s       *localStore
-	buckets []Bucket
+	buckets []store.Bucket
 	// prev and booked are indexed as buckets; booked[i] is 0 for a bucket
 	// not booked (deferred): a booked TAT is always after the epoch.
 	prev, booked []int64
@@ -147,7 +118,7 @@ type localBooking struct {
 	one [2]int64
 }
 
-func newLocalBooking(s *localStore, bs []Bucket) *localBooking {
+func newLocalBooking(s *localStore, bs []store.Bucket) *localBooking {
 	u := &localBooking{s: s, buckets: bs}
 	if len(bs) == 1 {
 		u.prev, u.booked = u.one[:1:1], u.one[1:2:2]
@@ -174,9 +145,9 @@ func (u *localBooking) Cancel(context.Context) error {
 	return nil
 }
 
-func (s *localStore) Pause(_ context.Context, bs []Bucket, d time.Duration) error {
+func (s *localStore) Pause(_ context.Context, bs []store.Bucket, d time.Duration) error {
 	now := s.clock.Now().UnixNano()
-	until := SatAdd(now, int64(max(d, 0)))
+	until := store.SatAdd(now, int64(max(d, 0)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
@@ -188,7 +159,7 @@ func (s *localStore) Pause(_ context.Context, bs []Bucket, d time.Duration) erro
 // intervalLocked returns the emission interval in force for b at now: the
 // rule's, or slower while a cap holds the bucket back (see store.limit).
 // s.mu must be held.
-func (s *localStore) intervalLocked(b Bucket, now int64) int64 {
+func (s *localStore) intervalLocked(b store.Bucket, now int64) int64 {
 	iv := int64(b.Interval)
 	if len(s.caps) > 0 {
 		if a, ok := s.caps[b.Key]; ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // epoch is where fake clocks start in the store and transport tests.
@@ -33,7 +34,7 @@ func (s *localStore) snapshot() map[string]int64 {
 	return m
 }
 
-func mustReserve(t *testing.T, s *localStore, bs []Bucket, maxWait time.Duration) Reservation {
+func mustReserve(t *testing.T, s *localStore, bs []store.Bucket, maxWait time.Duration) store.Reservation {
 	t.Helper()
 	r, err := s.Reserve(context.Background(), bs, maxWait)
 	if err != nil {
@@ -46,16 +47,16 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 	ctx := context.Background()
 	// A lateness of an hour books every bucket at once; the deferral of a
 	// bucket whose slot comes too early has its own case below.
-	fast := Bucket{Key: "fast", Rule: "fast", Interval: 10, Burst: 1, Cost: 1, Lateness: time.Hour}
-	slow := Bucket{Key: "slow", Rule: "slow", Interval: 30, Burst: 1, Cost: 1, Lateness: time.Hour}
-	bs := []Bucket{fast, slow}
+	fast := store.Bucket{Key: "fast", Rule: "fast", Interval: 10, Burst: 1, Cost: 1, Lateness: time.Hour}
+	slow := store.Bucket{Key: "slow", Rule: "slow", Interval: 30, Burst: 1, Cost: 1, Lateness: time.Hour}
+	bs := []store.Bucket{fast, slow}
 
 	t.Run("a bucket whose slot comes before the departure by more than its lateness is deferred", func(t *testing.T) {
 		s, _ := newTestStore()
 		strictFast := fast
 		strictFast.Lateness = 5
-		mustReserve(t, s, []Bucket{strictFast, slow}, 0)
-		r := mustReserve(t, s, []Bucket{strictFast, slow}, time.Hour)
+		mustReserve(t, s, []store.Bucket{strictFast, slow}, 0)
+		r := mustReserve(t, s, []store.Bucket{strictFast, slow}, time.Hour)
 		if !r.OK || r.Wait != 30 {
 			t.Fatalf("got %+v; want ok after 30ns", r)
 		}
@@ -95,15 +96,15 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 
 	t.Run("limiter index names the slowest bucket", func(t *testing.T) {
 		s, _ := newTestStore()
-		mustReserve(t, s, []Bucket{fast, slow}, 0)
-		if r := mustReserve(t, s, []Bucket{slow, fast}, time.Hour); r.Limiter != 0 || r.Wait != 30 {
+		mustReserve(t, s, []store.Bucket{fast, slow}, 0)
+		if r := mustReserve(t, s, []store.Bucket{slow, fast}, time.Hour); r.Limiter != 0 || r.Wait != 30 {
 			t.Fatalf("limiter %d wait %v; want 0, 30ns", r.Limiter, r.Wait)
 		}
 	})
 
 	t.Run("all or nothing: a rejection books no bucket", func(t *testing.T) {
 		s, _ := newTestStore()
-		mustReserve(t, s, []Bucket{slow}, 0)
+		mustReserve(t, s, []store.Bucket{slow}, 0)
 		before := s.snapshot()
 		r := mustReserve(t, s, bs, 20)
 		if r.OK || r.Wait != 30 || r.Limiter != 1 {
@@ -157,7 +158,7 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 		s, _ := newTestStore()
 		r := mustReserve(t, s, bs, time.Hour)
 		// Another request books the slow bucket only.
-		mustReserve(t, s, []Bucket{slow}, time.Hour)
+		mustReserve(t, s, []store.Bucket{slow}, time.Hour)
 		slowBefore := s.tat("slow")
 		if err := r.Cancel(ctx); err != nil {
 			t.Fatal(err)
@@ -173,21 +174,21 @@ func TestLocalStoreMultiBucket(t *testing.T) {
 
 func TestLocalStorePause(t *testing.T) {
 	ctx := context.Background()
-	b := Bucket{Key: "k", Rule: "r", Interval: 10, Burst: 3, Cost: 1}
+	b := store.Bucket{Key: "k", Rule: "r", Interval: 10, Burst: 3, Cost: 1}
 	s, c := newTestStore()
-	if err := s.Pause(ctx, []Bucket{b}, 100); err != nil {
+	if err := s.Pause(ctx, []store.Bucket{b}, 100); err != nil {
 		t.Fatal(err)
 	}
 	// The pause holds the bucket shut for 100ns, then it refills from
 	// empty: one request per interval, no burst.
 	for i, want := range []time.Duration{100, 110, 120} {
-		if r := mustReserve(t, s, []Bucket{b}, time.Hour); r.Wait != want {
+		if r := mustReserve(t, s, []store.Bucket{b}, time.Hour); r.Wait != want {
 			t.Fatalf("request %d waits %v, want %v", i, r.Wait, want)
 		}
 	}
 	t.Run("a shorter pause does not shorten a longer one", func(t *testing.T) {
 		before := s.tat("k")
-		if err := s.Pause(ctx, []Bucket{b}, 5); err != nil {
+		if err := s.Pause(ctx, []store.Bucket{b}, 5); err != nil {
 			t.Fatal(err)
 		}
 		if s.tat("k") != before {
@@ -196,10 +197,10 @@ func TestLocalStorePause(t *testing.T) {
 	})
 	t.Run("a negative pause is no pause", func(t *testing.T) {
 		c.Advance(time.Hour)
-		if err := s.Pause(ctx, []Bucket{b}, -time.Hour); err != nil {
+		if err := s.Pause(ctx, []store.Bucket{b}, -time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if r := mustReserve(t, s, []Bucket{b}, 0); !r.OK {
+		if r := mustReserve(t, s, []store.Bucket{b}, 0); !r.OK {
 			t.Fatalf("request after a negative pause rejected: %+v", r)
 		}
 	})
@@ -207,19 +208,21 @@ func TestLocalStorePause(t *testing.T) {
 
 func TestLocalStoreSweep(t *testing.T) {
 	iv := time.Millisecond
-	key := func(i int) Bucket { return Bucket{Key: fmt.Sprint("k", i), Rule: "r", Interval: iv, Burst: 1, Cost: 1} }
+	key := func(i int) store.Bucket {
+		return store.Bucket{Key: fmt.Sprint("k", i), Rule: "r", Interval: iv, Burst: 1, Cost: 1}
+	}
 
 	t.Run("idle buckets are dropped when the map doubles", func(t *testing.T) {
 		s, c := newTestStore()
-		for i := range SweepMinSize - 1 {
-			mustReserve(t, s, []Bucket{key(i)}, 0)
+		for i := range store.SweepMinSize - 1 {
+			mustReserve(t, s, []store.Bucket{key(i)}, 0)
 		}
 		c.Advance(iv) // every bucket is now idle
-		mustReserve(t, s, []Bucket{key(-1)}, 0)
-		if n := s.len(); n != SweepMinSize {
-			t.Fatalf("len %d before the map reaches the sweep size, want %d", n, SweepMinSize)
+		mustReserve(t, s, []store.Bucket{key(-1)}, 0)
+		if n := s.len(); n != store.SweepMinSize {
+			t.Fatalf("len %d before the map reaches the sweep size, want %d", n, store.SweepMinSize)
 		}
-		mustReserve(t, s, []Bucket{key(-2)}, 0) // reaches sweepMinSize: sweeps
+		mustReserve(t, s, []store.Bucket{key(-2)}, 0) // reaches sweepMinSize: sweeps
 		if n := s.len(); n != 2 {
 			t.Fatalf("len %d after the sweep, want 2 (the live bucket and the new one)", n)
 		}
@@ -228,10 +231,10 @@ func TestLocalStoreSweep(t *testing.T) {
 	t.Run("idle buckets are dropped sweepEvery after the last sweep", func(t *testing.T) {
 		s, c := newTestStore()
 		for i := range 10 {
-			mustReserve(t, s, []Bucket{key(i)}, 0)
+			mustReserve(t, s, []store.Bucket{key(i)}, 0)
 		}
-		c.Advance(SweepEvery)
-		mustReserve(t, s, []Bucket{key(-1)}, 0)
+		c.Advance(store.SweepEvery)
+		mustReserve(t, s, []store.Bucket{key(-1)}, 0)
 		if n := s.len(); n != 1 {
 			t.Fatalf("len %d, want 1", n)
 		}
@@ -239,16 +242,16 @@ func TestLocalStoreSweep(t *testing.T) {
 
 	t.Run("live buckets survive a sweep with their TAT", func(t *testing.T) {
 		s, c := newTestStore()
-		long := Bucket{Key: "long", Rule: "r", Interval: 2 * SweepEvery, Burst: 1, Cost: 1}
-		mustReserve(t, s, []Bucket{long}, 0)
+		long := store.Bucket{Key: "long", Rule: "r", Interval: 2 * store.SweepEvery, Burst: 1, Cost: 1}
+		mustReserve(t, s, []store.Bucket{long}, 0)
 		tat := s.tat("long")
-		c.Advance(SweepEvery)
-		mustReserve(t, s, []Bucket{key(1)}, 0)
+		c.Advance(store.SweepEvery)
+		mustReserve(t, s, []store.Bucket{key(1)}, 0)
 		if s.len() != 2 || s.tat("long") != tat {
 			t.Fatalf("live bucket lost by the sweep (len %d, tat %d want %d)", s.len(), s.tat("long"), tat)
 		}
-		if r := mustReserve(t, s, []Bucket{long}, time.Hour); r.Wait != SweepEvery {
-			t.Fatalf("wait %v after the sweep, want %v", r.Wait, SweepEvery)
+		if r := mustReserve(t, s, []store.Bucket{long}, time.Hour); r.Wait != store.SweepEvery {
+			t.Fatalf("wait %v after the sweep, want %v", r.Wait, store.SweepEvery)
 		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // The scripts run with EVALSHA, falling back to EVAL when Redis answers
@@ -160,7 +162,7 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 // can tell whether its slot is still the last one.
 type redisBooking struct {
 	s       *redisStore
-	buckets []Bucket
+	buckets []store.Bucket
 	// prev, booked and counts are indexed as buckets, as reserve.lua
 	// replies them: booked[i] is 0 for a bucket not booked (deferred).
 	// counts is the reservation's (reservation.counts).
@@ -171,7 +173,7 @@ type redisBooking struct {
 	one [3]int64
 }
 
-func newRedisBooking(s *redisStore, bs []Bucket) *redisBooking {
+func newRedisBooking(s *redisStore, bs []store.Bucket) *redisBooking {
 	u := &redisBooking{s: s, buckets: bs}
 	n := len(bs)
 	tats := u.one[:]
@@ -265,7 +267,7 @@ func spanMicros(d time.Duration, up bool) int64 {
 }
 
 // key returns the Redis key of bucket b.
-func (s *redisStore) key(b *Bucket) string {
+func (s *redisStore) key(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.Rule
@@ -280,7 +282,7 @@ const keyCacheSize = 4096
 
 // cachedKey returns key(b), remembering it: building a key costs an
 // allocation on every request otherwise.
-func (s *redisStore) cachedKey(b *Bucket) string {
+func (s *redisStore) cachedKey(b *store.Bucket) string {
 	s.keysMu.RLock()
 	k, ok := s.keys[b.Key]
 	s.keysMu.RUnlock()
@@ -300,7 +302,7 @@ func (s *redisStore) cachedKey(b *Bucket) string {
 // partitionHash returns the hashed partition key of b, if its rule has a
 // Key: bucket keys are the rule's name, then ':' and the hash
 // (compiledRule.bucketKey).
-func partitionHash(b *Bucket) (string, bool) {
+func partitionHash(b *store.Bucket) (string, bool) {
 	hash, ok := strings.CutPrefix(b.Key, b.Rule)
 	if !ok || len(hash) < 2 || hash[0] != ':' {
 		return "", false
@@ -310,7 +312,7 @@ func partitionHash(b *Bucket) (string, bool) {
 
 // anyTagged reports whether a bucket of bs has a hash tag of its own, not
 // the namespace's.
-func (s *redisStore) anyTagged(bs []Bucket) bool {
+func (s *redisStore) anyTagged(bs []store.Bucket) bool {
 	for i := range bs {
 		if s.tag(&bs[i]) != "" {
 			return true
@@ -321,7 +323,7 @@ func (s *redisStore) anyTagged(bs []Bucket) bool {
 
 // tag returns the hash tag of bucket b's key: buckets with equal tags live
 // in the same Cluster slot.
-func (s *redisStore) tag(b *Bucket) string {
+func (s *redisStore) tag(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return hash
@@ -384,9 +386,9 @@ func (s *redisStore) nowArg() any {
 	return s.nowMicros()
 }
 
-func (s *redisStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error) {
+func (s *redisStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	if len(bs) == 0 {
-		return Reservation{OK: true}, nil
+		return store.Reservation{OK: true}, nil
 	}
 	beat := s.hb != nil && s.hb.due()
 	if s.split {
@@ -398,7 +400,7 @@ func (s *redisStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Dura
 			_, err := s.hb.beat(cctx, s.rdb, s.nowArg())
 			cancel()
 			if err != nil {
-				return Reservation{}, s.failed("heartbeat", ctx, cctx, err)
+				return store.Reservation{}, s.failed("heartbeat", ctx, cctx, err)
 			}
 			beat = false
 		}
@@ -409,9 +411,9 @@ func (s *redisStore) Reserve(ctx context.Context, bs []Bucket, maxWait time.Dura
 	u := newRedisBooking(s, bs)
 	g, err := s.reserveGroup(ctx, groupRequest{bs: bs, maxWait: spanMicros(maxWait, false), beat: beat}, u.tats())
 	if err != nil {
-		return Reservation{}, err
+		return store.Reservation{}, err
 	}
-	r := Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration()}
+	r := store.Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration()}
 	if g.ok {
 		r.Counts, r.Deferred, r.Undo = u.counts, u.deferred(), u
 	}
@@ -440,7 +442,7 @@ const askOnly int64 = -1
 // replica set's hash tag) the call also carries this replica's heartbeat
 // and records the live count.
 type groupRequest struct {
-	bs             []Bucket
+	bs             []store.Bucket
 	floor, maxWait int64
 	beat           bool
 }
@@ -529,7 +531,7 @@ func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out booke
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []Bucket, out bookedTATs, beat bool) (groupReply, error) {
+func (s *redisStore) parseReserve(reply string, bs []store.Bucket, out bookedTATs, beat bool) (groupReply, error) {
 	bad := func(what string) (groupReply, error) {
 		return groupReply{}, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
@@ -598,7 +600,7 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 	return n, s[i:], true
 }
 
-func (s *redisStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) error {
+func (s *redisStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -614,13 +616,13 @@ func (s *redisStore) Pause(ctx context.Context, bs []Bucket, d time.Duration) er
 	return errors.Join(errs...)
 }
 
-func (s *redisStore) Limit(ctx context.Context, b Bucket, c Cap) error {
+func (s *redisStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	span := max(spanMicros(c.Span, true), 1)
 	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span)
 	return err
 }
 
-func (s *redisStore) Held(ctx context.Context, bs []Bucket) (time.Duration, error) {
+func (s *redisStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	var held int64
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -643,7 +645,7 @@ func (s *redisStore) Held(ctx context.Context, bs []Bucket) (time.Duration, erro
 // callGroups returns the indices of bs grouped by the script calls that
 // handle them: by hash tag when they may be split (see groups), else all
 // of them in one; none when bs is empty.
-func (s *redisStore) callGroups(bs []Bucket) [][]int {
+func (s *redisStore) callGroups(bs []store.Bucket) [][]int {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -661,7 +663,7 @@ func (s *redisStore) callGroups(bs []Bucket) [][]int {
 
 // groups returns the indices of bs grouped by hash tag, in order of first
 // appearance: each group can be booked by one script call on a Cluster.
-func (s *redisStore) groups(bs []Bucket) [][]int {
+func (s *redisStore) groups(bs []store.Bucket) [][]int {
 	var groups [][]int
 	var tags []string
 outer:
@@ -692,20 +694,20 @@ outer:
 // isolated: between them, other requests may book, so a group may find a
 // later departure in the second round than in the first; the request then
 // departs at that later time.
-func (s *redisStore) reserveSplit(ctx context.Context, bs []Bucket, groups [][]int, maxWait time.Duration) (Reservation, error) {
+func (s *redisStore) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]int, maxWait time.Duration) (store.Reservation, error) {
 	u := newRedisBooking(s, bs)
 	maxUs := spanMicros(maxWait, false)
-	sub := make([][]Bucket, len(groups))
+	sub := make([][]store.Bucket, len(groups))
 	var floor, held int64
 	limiter := 0
 	for g, idx := range groups {
-		sub[g] = make([]Bucket, len(idx))
+		sub[g] = make([]store.Bucket, len(idx))
 		for j, i := range idx {
 			sub[g][j] = bs[i]
 		}
 		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], maxWait: askOnly}, bookedTATs{})
 		if err != nil {
-			return Reservation{}, err
+			return store.Reservation{}, err
 		}
 		if gr.wait > floor {
 			floor, limiter = gr.wait, idx[gr.limiter]
@@ -713,7 +715,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []Bucket, groups [][]i
 		held = max(held, gr.held)
 	}
 	if floor > maxUs {
-		return Reservation{Wait: microsDuration(floor), Limiter: limiter, Buckets: bs, Held: microsDuration(held)}, nil
+		return store.Reservation{Wait: microsDuration(floor), Limiter: limiter, Buckets: bs, Held: microsDuration(held)}, nil
 	}
 	booked := make([]bool, len(groups))
 	depart := floor
@@ -723,12 +725,12 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []Bucket, groups [][]i
 		gr, err := s.reserveGroup(ctx, groupRequest{bs: sub[g], floor: floor, maxWait: maxUs}, bookedTATs{gt[:m], gt[m : 2*m], gt[2*m:]})
 		if err != nil {
 			u.rollback(ctx, groups, booked)
-			return Reservation{}, err
+			return store.Reservation{}, err
 		}
 		held = max(held, gr.held)
 		if !gr.ok {
 			u.rollback(ctx, groups, booked)
-			return Reservation{Wait: gr.waitDuration(), Limiter: idx[gr.limiter], Buckets: bs, Held: microsDuration(held)}, nil
+			return store.Reservation{Wait: gr.waitDuration(), Limiter: idx[gr.limiter], Buckets: bs, Held: microsDuration(held)}, nil
 		}
 		for j, i := range idx {
 			u.prev[i], u.booked[i], u.counts[i] = gt[j], gt[m+j], gt[2*m+j]
@@ -738,7 +740,7 @@ func (s *redisStore) reserveSplit(ctx context.Context, bs []Bucket, groups [][]i
 			depart, limiter = gr.wait, idx[gr.limiter]
 		}
 	}
-	return Reservation{
+	return store.Reservation{
 		OK: true, Wait: microsDuration(depart), Limiter: limiter, Buckets: bs,
 		Held: microsDuration(held), Counts: u.counts, Deferred: u.deferred(), Undo: u,
 	}, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // redisTestTimeout bounds every Redis call of these tests; generous because
@@ -45,7 +46,7 @@ type decisionStep struct {
 	maxWait time.Duration // reserve
 	of      int           // refund: the step whose reservation to give back
 	pause   time.Duration // pause
-	cap     Cap       // limit, on the step's first bucket
+	cap     store.Cap     // limit, on the step's first bucket
 	sent    []int64       // reserve: per bucket, the units reported sent (bucket.sent)
 }
 
@@ -65,12 +66,12 @@ func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, op
 // with localStore. Intervals are whole microseconds, so both agree exactly.
 var decisionCases = []struct {
 	name    string
-	buckets []Bucket
+	buckets []store.Bucket
 	steps   []decisionStep
 }{
 	{
 		name:    "burst then queue",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 3}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 3}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -81,7 +82,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "steady state",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 2}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 2}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -95,7 +96,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "cost above one",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 10}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 10}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, costs: []int64{7}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second},
@@ -105,7 +106,7 @@ var decisionCases = []struct {
 	},
 	{
 		name: "multi-bucket all or nothing",
-		buckets: []Bucket{
+		buckets: []store.Bucket{
 			{Key: "fast", Rule: "fast", Interval: time.Millisecond, Burst: 5},
 			{Key: "slow", Rule: "slow", Interval: time.Second, Burst: 1},
 		},
@@ -121,7 +122,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "maxWait rejection books nothing",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 50 * time.Millisecond, Burst: 1}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 50 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: 0},
 			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond},
@@ -131,7 +132,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "refund of the last booking",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -141,7 +142,7 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "refund with bookings behind",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
@@ -152,7 +153,7 @@ var decisionCases = []struct {
 	},
 	{
 		name: "refund of two buckets, one with a booking behind",
-		buckets: []Bucket{
+		buckets: []store.Bucket{
 			{Key: "a", Rule: "a", Interval: 100 * time.Millisecond, Burst: 1},
 			{Key: "b", Rule: "b", Interval: 100 * time.Millisecond, Burst: 1},
 		},
@@ -166,7 +167,7 @@ var decisionCases = []struct {
 	},
 	{
 		name: "pause",
-		buckets: []Bucket{
+		buckets: []store.Bucket{
 			{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 5},
 			{Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 1},
 		},
@@ -183,25 +184,25 @@ var decisionCases = []struct {
 	},
 	{
 		name:    "capped, counted, climbing, then over",
-		buckets: []Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}, {Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 5}},
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}, {Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 5}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{4}}, // not counted: the report is dropped
-			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 50, Span: time.Second}},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second}},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{3}},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0, 1}, maxWait: time.Second, sent: []int64{2, 7}},
 			{op: "refund", of: 4},
 			{op: "reserve", buckets: []int{0}, maxWait: 10 * time.Millisecond, sent: []int64{1}}, // rejected: not counted
 			{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
-			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 20, Slope: 100, Span: 2 * time.Second}},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 20, Slope: 100, Span: 2 * time.Second}},
 			{advance: 50 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{advance: 300 * time.Millisecond, op: "reserve", buckets: []int{0}, maxWait: time.Second},
-			{op: "limit", buckets: []int{0}, cap: Cap{Span: 500 * time.Millisecond}}, // count only
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Span: 500 * time.Millisecond}}, // count only
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{5}},
 			{op: "pause", buckets: []int{0}, pause: 100 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{1}},
 			{advance: time.Second, op: "reserve", buckets: []int{0}, maxWait: time.Second, sent: []int64{9}}, // the count has ended
-			{op: "limit", buckets: []int{0}, cap: Cap{Rate: 1, Span: time.Second}},                       // and starts afresh
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 1, Span: time.Second}},                     // and starts afresh
 			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
 		},
 	},
@@ -223,19 +224,19 @@ func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
 
 // runDecisions runs steps through a local and a Redis store on rdb and
 // compares them.
-func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []Bucket, steps []decisionStep, opts ...func(*redisSettings)) {
+func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucket, steps []decisionStep, opts ...func(*redisSettings)) {
 	t.Helper()
 	ctx := redisCtx(t)
 	start := time.Unix(1_700_000_000, 0)
 	lclk, rclk := fakeclock.New(start), fakeclock.New(start)
 	local := newLocalStore(lclk)
 	remote := redisStoreAt(rdb, testNamespace(t), rclk, opts...)
-	lres := make([]Reservation, len(steps))
-	rres := make([]Reservation, len(steps))
+	lres := make([]store.Reservation, len(steps))
+	rres := make([]store.Reservation, len(steps))
 	for i, st := range steps {
 		lclk.Advance(st.advance)
 		rclk.Advance(st.advance)
-		var bs []Bucket
+		var bs []store.Bucket
 		for j, bi := range st.buckets {
 			b := buckets[bi]
 			b.Cost = 1
@@ -301,7 +302,7 @@ func TestRedisStoreRedisClock(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
-	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 2, Cost: 1}}
+	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 2, Cost: 1}}
 	for i, want := range []bool{true, true, false} {
 		r, err := s.Reserve(ctx, bs, time.Minute)
 		if err != nil {
@@ -324,8 +325,8 @@ func TestRedisKeysAndTTL(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"}, redisWiring{})
-	b := Bucket{Key: "stripe:" + hashKey("sk_live_secret"), Rule: "stripe", Interval: 200 * time.Millisecond, Burst: 3, Cost: 1}
-	if _, err := s.Reserve(ctx, []Bucket{b}, time.Second); err != nil {
+	b := store.Bucket{Key: "stripe:" + hashKey("sk_live_secret"), Rule: "stripe", Interval: 200 * time.Millisecond, Burst: 3, Cost: 1}
+	if _, err := s.Reserve(ctx, []store.Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	key := "throttle:{ttl}:stripe:" + hashKey("sk_live_secret")
@@ -500,7 +501,7 @@ func (s strangeScripter) Do(ctx context.Context, _ ...any) *redis.Cmd {
 // errors, never panics.
 func TestRedisStrangeReplies(t *testing.T) {
 	t.Parallel()
-	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 1, Cost: 1}}
+	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 1, Cost: 1}}
 	for _, tc := range []struct {
 		name  string
 		reply any
@@ -715,7 +716,7 @@ func TestRedisNoScript(t *testing.T) {
 	rdb := srv.Client(t)
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{})
 	ctx := redisCtx(t)
-	bs := []Bucket{{Key: "a", Rule: "a", Interval: time.Microsecond, Burst: 1000, Cost: 1}}
+	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Microsecond, Burst: 1000, Cost: 1}}
 	all := func(what string) {
 		t.Helper()
 		r, err := s.Reserve(ctx, bs, time.Second)
@@ -909,10 +910,10 @@ func TestRedisCluster(t *testing.T) {
 	})
 
 	t.Run("split requests", func(t *testing.T) {
-		g := Bucket{Key: "g", Rule: "g", Interval: 10 * time.Millisecond, Burst: 1}
-		acct := Bucket{Key: "acct:" + hashKey("x"), Rule: "acct", Interval: 100 * time.Millisecond, Burst: 1}
+		g := store.Bucket{Key: "g", Rule: "g", Interval: 10 * time.Millisecond, Burst: 1}
+		acct := store.Bucket{Key: "acct:" + hashKey("x"), Rule: "acct", Interval: 100 * time.Millisecond, Burst: 1}
 		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true}, redisWiring{})
-		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]Bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
+		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]store.Bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
 			t.Fatalf("buckets %s and %s are not split", k1, k2)
 		}
 		perKey := func(st *redisSettings) { st.tagPerKey = true }
@@ -952,7 +953,7 @@ func TestRedisCluster(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				runDecisions(t, rdb, []Bucket{g, acct}, tc.steps, perKey)
+				runDecisions(t, rdb, []store.Bucket{g, acct}, tc.steps, perKey)
 			})
 		}
 	})
@@ -991,7 +992,7 @@ func TestRedisTLSAndACL(t *testing.T) {
 		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
 	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"}, redisWiring{})
-	bs := []Bucket{{Key: "r", Rule: "r", Interval: time.Millisecond, Burst: 2, Cost: 1}}
+	bs := []store.Bucket{{Key: "r", Rule: "r", Interval: time.Millisecond, Burst: 2, Cost: 1}}
 	r, err := s.Reserve(ctx, bs, time.Second)
 	if err != nil || !r.OK {
 		t.Fatalf("reserve: %+v, %v", r, err)

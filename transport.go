@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Transport is an [http.RoundTripper] that makes each request wait for its
@@ -24,7 +25,7 @@ import (
 type Transport struct {
 	base  http.RoundTripper
 	rules []*compiledRule
-	store Store
+	store store.Store
 	queue *waitQueue
 	// views is this process's reading of the server's quotas.
 	views *quotaViews
@@ -159,7 +160,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // retryAfter waits delay, then for a fresh slot, and returns a copy of req
 // with a fresh body, ready to be sent again, and its booking. On error
 // nothing is booked.
-func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []Bucket, delay time.Duration) (*http.Request, booking, error) {
+func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []store.Bucket, delay time.Duration) (*http.Request, booking, error) {
 	if err := sleep(ctx, t.clock, delay); err != nil {
 		return nil, booking{}, err
 	}
@@ -181,8 +182,8 @@ func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []Buck
 }
 
 // buckets returns the buckets request r needs: one per matching rule.
-func (t *Transport) buckets(r *http.Request) ([]Bucket, error) {
-	var bs []Bucket
+func (t *Transport) buckets(r *http.Request) ([]store.Bucket, error) {
+	var bs []store.Bucket
 	for _, c := range t.rules {
 		if !c.Match.matches(r) {
 			continue
@@ -191,7 +192,7 @@ func (t *Transport) buckets(r *http.Request) ([]Bucket, error) {
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.Limit.Period, Headroom: c.headroom})
+		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.Limit.Period, Headroom: c.headroom})
 	}
 	return bs, nil
 }
@@ -209,7 +210,7 @@ func (t *Transport) buckets(r *http.Request) ([]Bucket, error) {
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
 // departs (see reservation.deferred).
-func (t *Transport) acquire(ctx context.Context, bs []Bucket) (booking, error) {
+func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (booking, error) {
 	if len(bs) == 0 {
 		return booking{}, nil
 	}
@@ -242,7 +243,7 @@ var (
 	errHeld = errors.New("throttle: the slot is in a pause")
 )
 
-func (t *Transport) acquireOnce(ctx context.Context, bs []Bucket, mayBeLate bool) (booking, error) {
+func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLate bool) (booking, error) {
 	if err := ctx.Err(); err != nil {
 		return booking{}, err
 	}
@@ -273,7 +274,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []Bucket, mayBeLate bool
 	now := t.clock.Now()
 	r.Wait -= now.Sub(sent) / 2
 	if !r.OK {
-		return booking{}, r.waitError(budget, reason)
+		return booking{}, waitError(&r, budget, reason)
 	}
 	bk := booking{depart: now.Add(max(r.Wait, 0)).UnixNano(), counts: r.Counts}
 	t.views.booked(bs, &r, now.UnixNano())
@@ -316,7 +317,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []Bucket, mayBeLate bool
 // replica into each pause, each replica learning of it only from its own
 // rejection. If so, it holds this process's waiters and returns errHeld.
 // A store that cannot answer lets the waiter go.
-func (t *Transport) checkHeld(ctx context.Context, bs []Bucket) error {
+func (t *Transport) checkHeld(ctx context.Context, bs []store.Bucket) error {
 	now := t.clock.Now()
 	if !t.views.recheck(bs, now.UnixNano()) {
 		return nil
@@ -337,7 +338,7 @@ func (t *Transport) checkHeld(ctx context.Context, bs []Bucket) error {
 // because its slot came early), and when it has none the request queues in
 // it like any other rather than give up the slot it holds. Each round books
 // at least the slowest of rest, so it ends.
-func (t *Transport) bookDeferred(ctx context.Context, rest []Bucket) error {
+func (t *Transport) bookDeferred(ctx context.Context, rest []store.Bucket) error {
 	for len(rest) > 0 {
 		budget, reason := t.budget(ctx)
 		r, err := t.store.Reserve(ctx, rest, budget)
@@ -345,7 +346,7 @@ func (t *Transport) bookDeferred(ctx context.Context, rest []Bucket) error {
 			return err
 		}
 		if !r.OK {
-			return r.waitError(budget, reason)
+			return waitError(&r, budget, reason)
 		}
 		if err := sleep(ctx, t.clock, r.Wait); err != nil {
 			t.giveBack(ctx, &r)
@@ -368,7 +369,7 @@ func (t *Transport) budget(ctx context.Context) (time.Duration, error) {
 }
 
 // lateness returns the least lateness tolerance of bs.
-func lateness(bs []Bucket) time.Duration {
+func lateness(bs []store.Bucket) time.Duration {
 	d := bs[0].Lateness
 	for _, b := range bs[1:] {
 		d = min(d, b.Lateness)
@@ -378,7 +379,7 @@ func lateness(bs []Bucket) time.Duration {
 
 // giveBack cancels a reservation that will not be used. The cancel must run
 // even though ctx may be done, so it runs without ctx's cancellation.
-func (t *Transport) giveBack(ctx context.Context, r *Reservation) {
+func (t *Transport) giveBack(ctx context.Context, r *store.Reservation) {
 	// A failed cancel costs one slot and nothing else; there is no caller
 	// left to tell.
 	_ = r.Cancel(context.WithoutCancel(ctx))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // rtFunc adapts a function to http.RoundTripper.
@@ -122,10 +123,10 @@ func TestTransportRate(t *testing.T) {
 	// under -race keep the CPU busy for ~100 ms, which delays the timers
 	// of the first slots and bunches their arrivals; that would measure
 	// the test's own start-up, not the limiter.
-	store := localOf(t, tr)
+	ls := localOf(t, tr)
 	var wg sync.WaitGroup
 	for range n {
-		before := store.tat("api")
+		before := ls.tat("api")
 		wg.Go(func() {
 			resp, err := client.Get(srv.URL)
 			if err == nil {
@@ -133,7 +134,7 @@ func TestTransportRate(t *testing.T) {
 			}
 			errs <- err
 		})
-		for store.tat("api") == before {
+		for ls.tat("api") == before {
 			runtime.Gosched()
 		}
 	}
@@ -713,7 +714,7 @@ func TestMemoryFlat(t *testing.T) {
 	canned := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
 	base := rtFunc(func(*http.Request) (*http.Response, error) { return canned, nil })
 	tr := mustNew(t, base, WithClock(clk), WithRules(r))
-	store := localOf(t, tr)
+	ls := localOf(t, tr)
 	req := newReq(t, context.Background(), "GET", "http://x/")
 	send := func(i int) {
 		// Reusing one request between calls keeps the loop's own garbage
@@ -735,18 +736,18 @@ func TestMemoryFlat(t *testing.T) {
 		send(i)
 	}
 	peakAlloc, peakInuse := heap()
-	peakLen := store.len()
-	clk.Advance(time.Second + SweepEvery) // every TAT has passed, a sweep is due
+	peakLen := ls.len()
+	clk.Advance(time.Second + store.SweepEvery) // every TAT has passed, a sweep is due
 	send(-2)
 	afterAlloc, afterInuse := heap()
 	mb := func(x uint64) float64 { return float64(x) / (1 << 20) }
 	t.Logf("HeapAlloc: baseline %.1f MB, peak %.1f MB (%d buckets), after sweep %.1f MB (%d buckets)",
-		mb(baseAlloc), mb(peakAlloc), peakLen, mb(afterAlloc), store.len())
+		mb(baseAlloc), mb(peakAlloc), peakLen, mb(afterAlloc), ls.len())
 	t.Logf("HeapInuse: baseline %.1f MB, peak %.1f MB, after sweep %.1f MB", mb(baseInuse), mb(peakInuse), mb(afterInuse))
 	if peakLen < keys/2 {
 		t.Fatalf("only %d buckets at the peak: the test did not load the store", peakLen)
 	}
-	if n := store.len(); n != 1 {
+	if n := ls.len(); n != 1 {
 		t.Fatalf("%d buckets after the sweep, want 1", n)
 	}
 	const slack = 4 << 20

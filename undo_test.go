@@ -8,34 +8,35 @@ import (
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
 	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // undoBucket refills one slot every 100 ms, a burst of one: the n-th
 // booking in a row (from 0) waits n × 100 ms, in every store.
-var undoBucket = Bucket{Key: "undo", Rule: "undo", Interval: 100 * time.Millisecond, Burst: 1, Cost: 1}
+var undoBucket = store.Bucket{Key: "undo", Rule: "undo", Interval: 100 * time.Millisecond, Burst: 1, Cost: 1}
 
 // undoStores makes, for each store, a fresh one whose clock stands still
 // (clk): waits come out exact. Each is in the mode its name says when
 // returned.
-func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock) Store {
+func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock) store.Store {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	return map[string]func(t *testing.T, clk *fakeclock.Clock) Store{
-		"local": func(_ *testing.T, clk *fakeclock.Clock) Store { return newLocalStore(clk) },
-		"redis": func(t *testing.T, clk *fakeclock.Clock) Store {
+	return map[string]func(t *testing.T, clk *fakeclock.Clock) store.Store{
+		"local": func(_ *testing.T, clk *fakeclock.Clock) store.Store { return newLocalStore(clk) },
+		"redis": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			return redisStoreAt(rdb, testNamespace(t), clk)
 		},
-		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) Store {
+		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			f := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings()}, clk)
 			f.primary.(*redisStore).nowMicros = func() int64 { return clk.Now().UnixMicro() }
 			return f
 		},
-		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) Store {
+		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			primary := &flakyStore{inner: newLocalStore(clk), failing: true}
 			os := defaultOutageSettings()
 			os.share = 1 // the local buckets run the whole rule
 			f := newOutageStore(primary, os, clk, outageWiring{})
-			if _, err := f.Reserve(context.Background(), []Bucket{{Key: "trip", Rule: "trip", Interval: time.Millisecond, Burst: 1, Cost: 1}}, 0); err != nil {
+			if _, err := f.Reserve(context.Background(), []store.Bucket{{Key: "trip", Rule: "trip", Interval: time.Millisecond, Burst: 1, Cost: 1}}, 0); err != nil {
 				t.Fatal(err)
 			}
 			if f.mode() != ModeFallback {
@@ -55,11 +56,11 @@ func TestReservationUndo(t *testing.T) {
 	// booking: 100 ms × the slots still booked ahead of it.
 	cases := []struct {
 		name string
-		run  func(t *testing.T, book func() Reservation) time.Duration
+		run  func(t *testing.T, book func() store.Reservation) time.Duration
 		want time.Duration
 	}{{
 		name: "cancel gives the last slot back",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
 			r := book()
 			mustCancel(t, &r)
@@ -68,7 +69,7 @@ func TestReservationUndo(t *testing.T) {
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a copy cancels the same booking",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
 			r := book()
 			c := r
@@ -78,18 +79,18 @@ func TestReservationUndo(t *testing.T) {
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a copy in a copied slice cancels the same booking",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
-			rs := []Reservation{book()}
-			cp := append([]Reservation(nil), rs...)
-			rs[0] = Reservation{}
+			rs := []store.Reservation{book()}
+			cp := append([]store.Reservation(nil), rs...)
+			rs[0] = store.Reservation{}
 			mustCancel(t, &cp[0])
 			return book().Wait
 		},
 		want: 100 * time.Millisecond,
 	}, {
 		name: "a second cancel, of a copy, gives nothing back",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
 			r := book()
 			c := r
@@ -106,7 +107,7 @@ func TestReservationUndo(t *testing.T) {
 		want: 200 * time.Millisecond,
 	}, {
 		name: "a slot with a booking behind it stays spent",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
 			r := book()
 			book()
@@ -116,9 +117,9 @@ func TestReservationUndo(t *testing.T) {
 		want: 300 * time.Millisecond,
 	}, {
 		name: "a reservation that booked nothing cancels nothing",
-		run: func(t *testing.T, book func() Reservation) time.Duration {
+		run: func(t *testing.T, book func() store.Reservation) time.Duration {
 			book()
-			var zero Reservation
+			var zero store.Reservation
 			mustCancel(t, &zero)
 			return book().Wait
 		},
@@ -130,9 +131,9 @@ func TestReservationUndo(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					clk := fakeclock.New(fbEpoch)
 					s := mk(t, clk)
-					book := func() Reservation {
+					book := func() store.Reservation {
 						t.Helper()
-						r, err := s.Reserve(ctx, []Bucket{undoBucket}, time.Hour)
+						r, err := s.Reserve(ctx, []store.Bucket{undoBucket}, time.Hour)
 						if err != nil || !r.OK {
 							t.Fatalf("reserve: %+v, %v", r, err)
 						}
@@ -147,7 +148,7 @@ func TestReservationUndo(t *testing.T) {
 	}
 }
 
-func mustCancel(t *testing.T, r *Reservation) {
+func mustCancel(t *testing.T, r *store.Reservation) {
 	t.Helper()
 	if err := r.Cancel(context.Background()); err != nil {
 		t.Fatalf("cancel: %v", err)
@@ -183,7 +184,7 @@ func TestRedisStoreTimeout(t *testing.T) {
 			s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{timeout: rt, guard: !tc.ctxAware})
 			ctx := context.Background()
 			b := undoBucket
-			r, err := s.Reserve(ctx, []Bucket{b}, time.Hour)
+			r, err := s.Reserve(ctx, []store.Bucket{b}, time.Hour)
 			if err != nil || !r.OK {
 				t.Fatalf("reserve before the stall: %+v, %v", r, err)
 			}
@@ -192,15 +193,15 @@ func TestRedisStoreTimeout(t *testing.T) {
 				start := time.Now()
 				switch op {
 				case "reserve":
-					_, err = s.Reserve(ctx, []Bucket{b}, time.Hour)
+					_, err = s.Reserve(ctx, []store.Bucket{b}, time.Hour)
 				case "cancel":
 					err = r.Cancel(ctx)
 				case "pause":
-					err = s.Pause(ctx, []Bucket{b}, time.Second)
+					err = s.Pause(ctx, []store.Bucket{b}, time.Second)
 				case "limit":
-					err = s.Limit(ctx, b, Cap{Rate: 1, Span: time.Second})
+					err = s.Limit(ctx, b, store.Cap{Rate: 1, Span: time.Second})
 				case "held":
-					_, err = s.Held(ctx, []Bucket{b})
+					_, err = s.Held(ctx, []store.Bucket{b})
 				}
 				took := time.Since(start)
 				if !errors.Is(err, errRedisTimeout) {

@@ -1,0 +1,245 @@
+// Package store is the seam between the Transport and where its buckets
+// live: the Store interface every store implements (the Transport's own in
+// this process, the Redis store, the outage store around it), the Bucket a
+// request needs and the Reservation a store answers with, which owns its
+// undo. It also holds the small helpers several stores share: the sweep
+// policy for idle entries and saturating arithmetic.
+//
+// It imports nothing of the module, so every store can import it and none
+// needs another's internals.
+package store
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// ErrUnavailable reports that the shared store could not be reached and the
+// outage mode fails closed. The root package exports it as
+// ErrStoreUnavailable.
+var ErrUnavailable = errors.New("throttle: store unavailable")
+
+// Store books slots in buckets. It is the one seam between the Transport and
+// where buckets live: in this process (the root's local store) or in Redis, shared by a
+// fleet (internal/redisstore), behind the outage store (internal/outage). All keep the same semantics, given here.
+//
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Reserve books one slot in every bucket of bs, all or nothing, if the
+	// request can depart within maxWait, and returns the wait until it may
+	// depart. Each bucket is booked at the request's earliest time in it;
+	// the request departs at the latest of those times. When the wait
+	// would exceed maxWait nothing is booked and the reservation has ok
+	// false and the wait that would have been needed. An error means the
+	// store could not decide; nothing was booked. The reservation gives
+	// its booking back itself (Reservation.Cancel).
+	Reserve(ctx context.Context, bs []Bucket, maxWait time.Duration) (Reservation, error)
+
+	// Pause holds every bucket of bs shut for d from the store's now: the
+	// next request departs no earlier, and the bucket refills from empty.
+	Pause(ctx context.Context, bs []Bucket, d time.Duration) error
+
+	// Limit caps bucket b as c says, from the store's now, replacing any
+	// cap in force; it never loosens the rule. While a cap (even one of
+	// rate 0, which caps nothing) is in force, the store counts the units
+	// the replicas report sent in the bucket (Bucket.Sent, added when a
+	// request is booked) and reports the count with every reservation
+	// (Reservation.Counts): the fleet's own traffic, which the root's quotaview.go
+	// sets against what the server says it counted.
+	Limit(ctx context.Context, b Bucket, c Cap) error
+
+	// Held returns how long a pause (see pause) still holds any bucket of
+	// bs, or 0.
+	Held(ctx context.Context, bs []Bucket) (time.Duration, error)
+}
+
+// Cap is a cap for Store.Limit: rate units of cost per second from the
+// store's now (0: no cap, count only), climbing by slope per second, for
+// span.
+type Cap struct {
+	Rate  float64
+	Slope float64
+	Span  time.Duration
+}
+
+// Bucket is one Bucket a request needs, with the parameters of its rule.
+type Bucket struct {
+	Key      string        // unique within a Transport: the rule name, then the hashed partition key
+	Rule     string        // the rule's name, for errors
+	Interval time.Duration // emission interval per unit of cost
+	Burst    int64         // capacity, in units of cost
+	Cost     int64         // this request's weight, 1 ≤ cost ≤ burst
+	// Lateness is how late after its slot a waiter may still leave: the
+	// jitter the rule's headroom pays for (see the root's compileRules).
+	Lateness time.Duration
+	// Rate per period is the rule's Limit as written, and headroom the
+	// rule's headroom: what the root's quotaview.go reads the server's answers against.
+	Rate     int64
+	Period   time.Duration
+	Headroom float64
+	// Sent is the units of cost this process Sent in the bucket since it
+	// last reported them to the store: reserve adds them to the bucket's
+	// count (see Store.Limit) when it books the request.
+	Sent int64
+}
+
+// Reservation is a store's answer to reserve. It owns its undo, as
+// golang.org/x/time/rate's Reservation owns its limiter: cancel gives the
+// booking back in whichever store made it, so no store needs to tell from
+// the Reservation's shape who made it. A Reservation is a value and may be
+// copied: every copy names the same booking (undo is a pointer, or a value
+// naming the booking by an identity of its own, never the address of a
+// slice element), and the booking goes back at most once, whichever copy
+// cancels it and however often.
+type Reservation struct {
+	// OK is set when the request is booked (or deferred, see Deferred).
+	OK      bool
+	Wait    time.Duration // until departure when ok; the wait needed when not
+	Limiter int           // index in buckets of the bucket that set the wait
+	// Buckets are the request's buckets, as the Transport passed them.
+	Buckets []Bucket
+	// Deferred holds the indices in buckets of the buckets not booked now,
+	// in order, or nil: those whose slot comes longer before the departure
+	// than the bucket's lateness tolerance. Booking them ahead of time
+	// would either waste their capacity until the departure or let the
+	// request leave later than they counted it; the Transport books them
+	// at the departure, in a second call (see Rest).
+	Deferred []int
+	// Counts holds, for each bucket the store counts (see Store.Limit), 1
+	// plus the units the fleet reported sent in it so far, this request's
+	// report (Bucket.Sent) included; 0 for a bucket not counted or
+	// deferred. It may be nil when none is counted. Only differences of
+	// counts mean anything.
+	Counts []int64
+	// Held, when not 0, is how long from the store's decision a pause
+	// lasts in one of the buckets (the latest end, if several): one that a
+	// response told this process or another replica of (Store.Pause). The
+	// Transport sends its waiters booked before the pause to book again
+	// after it (waitQueue.hold). The Redis store reports it; the local
+	// store, whose one process already holds its waiters, does not.
+	Held time.Duration
+	// Unreported is set when the store took no report of units sent
+	// (Bucket.Sent) with the booking: the outage store booked it in an
+	// outage mode (local share buckets, or fail open), which keeps no
+	// counts.
+	Unreported bool
+	// Undo gives the booking back (see Cancel); nil when nothing was
+	// booked that could go back.
+	Undo Undo
+}
+
+// Undo gives a booking back. Each store makes its own, holding what it needs
+// to find the booking again. Cancel gives back the booking's slot in every
+// bucket where it is still the last one booked: a slot with later bookings
+// behind it stays spent, and the requests behind keep their place in the
+// queue. It does so once: later calls, from any copy of the reservation,
+// do nothing and return nil. An error means the store could not be told;
+// the slots it could not reach stay spent, which errs on the side of the
+// limit.
+type Undo interface {
+	Cancel(ctx context.Context) error
+}
+
+// Cancel gives r's booking back (see undo). It is safe to call on any copy
+// of r, any number of times, and on a reservation that booked nothing.
+func (r *Reservation) Cancel(ctx context.Context) error {
+	if r.Undo == nil {
+		return nil
+	}
+	return r.Undo.Cancel(ctx)
+}
+
+// Count returns the Count of bucket i (see counts), or 0.
+func (r *Reservation) Count(i int) int64 {
+	if i < len(r.Counts) {
+		return r.Counts[i]
+	}
+	return 0
+}
+
+// IsDeferred reports whether bucket i was deferred (see deferred).
+func (r *Reservation) IsDeferred(i int) bool {
+	for _, j := range r.Deferred {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// Reported reports whether the store took bucket i's report of units sent
+// (Bucket.Sent): it did when it booked the bucket now in a store that keeps
+// counts.
+func (r *Reservation) Reported(i int) bool {
+	return r.OK && !r.Unreported && i < len(r.Buckets) && !r.IsDeferred(i)
+}
+
+// Rest returns the buckets of r not booked yet (see deferred), or nil.
+func (r *Reservation) Rest() []Bucket {
+	if len(r.Deferred) == 0 {
+		return nil
+	}
+	rest := make([]Bucket, len(r.Deferred))
+	for j, i := range r.Deferred {
+		rest[j] = r.Buckets[i]
+	}
+	return rest
+}
+
+// Idle buckets are dropped by sweeps. A bucket whose TAT has passed equals a
+// new one, so dropping it never changes a decision. A sweep copies the live
+// buckets into a new map (Go maps do not shrink) and runs when the map has
+// doubled since the last sweep, or SweepEvery after it, whichever comes
+// first: its O(n) cost is spread over at least n/2 insertions or a minute.
+const (
+	// SweepEvery is the longest time between sweeps of a map that is not
+	// empty.
+	SweepEvery = time.Minute
+	// SweepMinSize is the smallest map size that is due a sweep for its size.
+	SweepMinSize = 1024
+)
+
+// Sweeper is that sweep policy, for a map of idle entries; times are Unix
+// nanoseconds. The local store and the outage store's local buckets share
+// it.
+type Sweeper struct {
+	size int   // sweep when the map reaches this size
+	at   int64 // time of the last sweep
+}
+
+// NewSweeper returns the policy for a map last swept (or made) at now.
+func NewSweeper(now int64) Sweeper { return Sweeper{size: SweepMinSize, at: now} }
+
+// Due reports whether a map of n entries is due a sweep at now.
+func (w *Sweeper) Due(n int, now int64) bool {
+	return n >= w.size || (n > 0 && now-w.at >= int64(SweepEvery))
+}
+
+// Swept records a sweep at now that left live entries.
+func (w *Sweeper) Swept(live int, now int64) {
+	w.size = max(2*live, SweepMinSize)
+	w.at = now
+}
+
+// SatMul returns a·b for non-negative a and b, saturating at MaxInt64.
+func SatMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// SatAdd returns a+b for b ≥ 0, saturating at MaxInt64.
+func SatAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// WaitNever is the wait of a slot no bucket can give (a cost above the
+// burst; a rate.Reservation that is not OK in the outage's local buckets):
+// longer than any maxWait.
+const WaitNever = time.Duration(math.MaxInt64)
