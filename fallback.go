@@ -69,10 +69,6 @@ func (t *Transport) Mode() Mode {
 	return ModeLocal
 }
 
-// errRedisTimeout reports a Redis call that did not answer within the
-// timeout (see WithRedisTimeout).
-var errRedisTimeout = errors.New("throttle: redis call timed out")
-
 // outageStore wraps the Redis store: it bounds every call with a short
 // timeout (redisTimeout), and when a call fails or times out it opens its
 // breaker and serves requests in the outage mode (local buckets, fail open
@@ -81,7 +77,7 @@ var errRedisTimeout = errors.New("throttle: redis call timed out")
 type outageStore struct {
 	primary store.Store
 	clock   Clock
-	timeout *redisTimeout
+	timeout *store.Timeout
 	// guard runs each Redis call on a goroutine of its own, so that the
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
@@ -110,26 +106,8 @@ var _ store.Store = (*outageStore)(nil)
 
 func (f *outageStore) mode() Mode { return f.brk.mode() }
 
-// redisTimeout is the bound of a Transport's Redis calls: WithRedisTimeout's
-// d, or coldTimeout if longer until Redis has answered a call (the first
-// calls dial, maybe shake hands (TLS) and load the scripts, and their
-// latency says nothing about Redis's health). The outage store and the
-// Redis store it wraps share one. It is safe for concurrent use.
-type redisTimeout struct {
-	d    time.Duration
-	warm atomic.Bool // Redis has answered a call
-}
-
-// next returns the bound of the next Redis call.
-func (t *redisTimeout) next() time.Duration {
-	if t.warm.Load() {
-		return t.d
-	}
-	return max(t.d, coldTimeout)
-}
-
 // callTimeout returns the bound of the next Redis call.
-func (f *outageStore) callTimeout() time.Duration { return f.timeout.next() }
+func (f *outageStore) callTimeout() time.Duration { return f.timeout.Next() }
 
 // shareNow returns this replica's share of each rule during an outage.
 func (f *outageStore) shareNow() float64 {
@@ -151,7 +129,7 @@ func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait ti
 	if try {
 		r, err := f.reserveShared(ctx, bs, maxWait, probe)
 		if err == nil {
-			f.timeout.warm.Store(true)
+			f.timeout.MarkWarm()
 			done := f.clock.Now()
 			if f.brk.success(done, probe) && f.outage == ModeFallback {
 				f.graceUntil.Store(done.Add(returnGrace).UnixNano())
@@ -388,28 +366,13 @@ func (f *outageStore) Held(ctx context.Context, bs []store.Bucket) (time.Duratio
 	return d, err
 }
 
-// boundContext returns ctx bounded by timeout, its end marked as
-// errRedisTimeout (see timedOut).
-func boundContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, timeout, errRedisTimeout)
-}
-
-// timedOut marks err as errRedisTimeout when cctx, bounded by timeout
-// (boundContext), ended for that reason.
-func timedOut(cctx context.Context, timeout time.Duration, err error) error {
-	if err != nil && context.Cause(cctx) == errRedisTimeout {
-		return fmt.Errorf("%w after %v: %w", errRedisTimeout, timeout, err)
-	}
-	return err
-}
-
 // unguarded runs call with ctx bounded by timeout, on the caller's
 // goroutine: the call keeps the bound only if it honours ctx.
 func unguarded[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) (T, error) {
-	cctx, cancel := boundContext(ctx, timeout)
+	cctx, cancel := store.BoundContext(ctx, timeout)
 	defer cancel()
 	v, err := call(cctx)
-	return v, timedOut(cctx, timeout, err)
+	return v, store.TimedOut(cctx, timeout, err)
 }
 
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
@@ -420,7 +383,7 @@ func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call
 	if !guard {
 		return unguarded(ctx, timeout, call)
 	}
-	cctx, cancel := boundContext(ctx, timeout)
+	cctx, cancel := store.BoundContext(ctx, timeout)
 	defer cancel()
 	type result struct {
 		v   T
@@ -446,8 +409,8 @@ func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call
 			return res.v, res.err
 		}
 		var zero T
-		if context.Cause(cctx) == errRedisTimeout {
-			return zero, fmt.Errorf("%w after %v", errRedisTimeout, timeout)
+		if context.Cause(cctx) == store.ErrTimeout {
+			return zero, fmt.Errorf("%w after %v", store.ErrTimeout, timeout)
 		}
 		return zero, context.Cause(cctx)
 	}

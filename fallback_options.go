@@ -24,7 +24,7 @@ const (
 	// runs each rule at a tenth of its rate. A tenth is conservative for
 	// fleets of up to ten replicas, which is most of them; larger fleets
 	// should set [WithFleetShare].
-	DefaultFleetSize = 10
+	DefaultFleetSize = store.DefaultFleetSize
 
 	// probeEvery is the breaker's half-open probe interval: while Redis is
 	// unreachable, one request in this interval tries it. Short enough that
@@ -33,17 +33,6 @@ const (
 	// and the next one comes 250 ms later); long enough that a stalled Redis
 	// costs only one request in this interval its timeout.
 	probeEvery = 250 * time.Millisecond
-
-	// coldTimeout bounds the Redis calls of a Transport until Redis has
-	// answered one (when it exceeds the Redis timeout): the first calls
-	// dial, shake hands with TLS and load the scripts, which on a loaded
-	// machine takes longer than a healthy call's timeout, and sending a
-	// starting fleet to its fallback for that would spend each replica's
-	// local burst on top of the shared bucket. An unreachable Redis still
-	// fails at once (connection refused); only a Redis that accepts
-	// connections but does not answer holds a starting replica's first
-	// requests up to this long.
-	coldTimeout = time.Second
 
 	// returnGrace is how long after its return to the shared bucket a
 	// replica in ModeFallback still also respects its local share bucket.
@@ -140,7 +129,7 @@ func newRedisOutageStore(cfg *config) (store.Store, error) {
 // redisOutageStore builds the outage store over a new Redis store set by st.
 func redisOutageStore(st redisSettings, c Clock) *outageStore {
 	os := st.outage.withDefaults()
-	timeout := &redisTimeout{d: os.timeout}
+	timeout := store.NewTimeout(os.timeout)
 	// A client that applies context deadlines to its sockets keeps the
 	// timeout by itself; any other needs a goroutine per call to keep it.
 	// The Redis store's batcher keeps it for reserve calls with one
@@ -148,11 +137,11 @@ func redisOutageStore(st redisSettings, c Clock) *outageStore {
 	// adapt, and the reserve calls of split requests, which beat and roll
 	// back outside the batcher) keep the outage store's guard.
 	guard := !honoursDeadlines(st.rdb)
-	rs := newRedisStore(st, redisWiring{beat: c, timeout: timeout, guard: guard})
+	rs := ZNew(st.rdb, ZOptions{Namespace: st.namespace, TagPerKey: st.tagPerKey, Beat: c, Timeout: timeout, Guard: guard})
 	return newOutageStore(rs, os, c, outageWiring{
-		fleet:       rs.hb.size,
+		fleet:       rs.FleetSize,
 		guard:       guard,
-		reserveKept: !rs.split,
+		reserveKept: !rs.Split(),
 		timeout:     timeout,
 	})
 }
@@ -194,7 +183,7 @@ type outageWiring struct {
 	guard, reserveKept bool
 	// timeout is the bound of the calls, shared with the primary; nil
 	// means a new one from the settings.
-	timeout *redisTimeout
+	timeout *store.Timeout
 }
 
 // newOutageStore wraps primary (the Redis store, or a test's stand-in)
@@ -202,7 +191,7 @@ type outageWiring struct {
 func newOutageStore(primary store.Store, os outageSettings, c Clock, w outageWiring) *outageStore {
 	os = os.withDefaults()
 	if w.timeout == nil {
-		w.timeout = &redisTimeout{d: os.timeout}
+		w.timeout = store.NewTimeout(os.timeout)
 	}
 	n := &notifier{fn: os.onChange}
 	return &outageStore{

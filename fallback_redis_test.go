@@ -443,7 +443,7 @@ func TestOutageOptionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := tr.store.(*outageStore)
-	if f.timeout.d != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
+	if f.timeout.Warm() != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
 		t.Fatalf("store %+v", f)
 	}
 }

@@ -549,8 +549,8 @@ func TestFallbackTimeout(t *testing.T) {
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
 			f := newOutageStore(primary, os, clk, outageWiring{guard: tc.guard})
-			if f.callTimeout() != coldTimeout {
-				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), coldTimeout)
+			if f.callTimeout() != store.ColdTimeout {
+				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), store.ColdTimeout)
 			}
 			if _, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("warm")}, time.Hour); err != nil {
 				t.Fatal(err)
@@ -580,7 +580,7 @@ func TestFallbackTimeout(t *testing.T) {
 			f.brk.mu.Lock()
 			cause := f.brk.cause
 			f.brk.mu.Unlock()
-			if !errors.Is(cause, errRedisTimeout) {
+			if !errors.Is(cause, store.ErrTimeout) {
 				t.Fatalf("cause = %v, want errRedisTimeout", cause)
 			}
 		})

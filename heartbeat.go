@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Heartbeat defaults. A replica beats at most once per interval, and only
@@ -67,7 +69,7 @@ func (h *heartbeat) due() bool {
 
 // args returns the ARGV of a beat after now: the id and the TTL in µs.
 func (h *heartbeat) args() (id string, ttlMicros int64) {
-	return h.id, micros(h.ttl)
+	return h.id, Micros(h.ttl)
 }
 
 // beat runs heartbeat_call.lua, a beat on its own (now is "" for Redis's
@@ -102,14 +104,14 @@ func (h *heartbeat) record(n int64) {
 
 // size returns the live replicas at the last beat, or 0 while no count can
 // be trusted yet: before the first beat, and after it until the second
-// unless the first already exceeds DefaultFleetSize. A first count misses
+// unless the first already exceeds store.DefaultFleetSize. A first count misses
 // the peers that started about when this replica did and had not beaten
 // yet (when a fleet starts, its replicas count 1, 2, 3, ... in turn);
 // peers beat once per interval, so the next count has them all. Until
-// then the fallback assumes DefaultFleetSize.
+// then the fallback assumes store.DefaultFleetSize.
 func (h *heartbeat) size() int64 {
 	n := h.live.Load()
-	if h.beats.Load() < 2 && n < DefaultFleetSize {
+	if h.beats.Load() < 2 && n < store.DefaultFleetSize {
 		return 0
 	}
 	return n

@@ -16,7 +16,7 @@ func TestHeartbeatCountsLiveReplicas(t *testing.T) {
 	ctx := context.Background()
 	const prefix = "throttle:{hb}:"
 	a, b, c := newHeartbeat(prefix, systemClock{}), newHeartbeat(prefix, systemClock{}), newHeartbeat(prefix, systemClock{})
-	ttl := micros(a.ttl)
+	ttl := Micros(a.ttl)
 	now := int64(1_900_000_000_000_000) // µs; explicit so TTLs pass on demand
 
 	beat := func(h *heartbeat, at int64, want int64) {
@@ -156,7 +156,7 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 	}
 	live := func(tr *Transport) int64 { return tr.store.(*outageStore).fleet() }
 	counted := func(tr *Transport) int64 {
-		return tr.store.(*outageStore).primary.(*redisStore).hb.live.Load()
+		return tr.store.(*outageStore).primary.(*ZStore).hb.live.Load()
 	}
 
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {

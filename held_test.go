@@ -20,8 +20,8 @@ func TestRedisHeldReported(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
 	ns := testNamespace(t)
-	a := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
-	b := newRedisStore(redisSettings{rdb: rdb, namespace: ns}, redisWiring{})
+	a := ZNew(rdb, ZOptions{Namespace: ns})
+	b := ZNew(rdb, ZOptions{Namespace: ns})
 	one := []store.Bucket{{Key: "g", Rule: "g", Interval: time.Millisecond, Burst: 5, Cost: 1}}
 	two := []store.Bucket{one[0], {Key: "e", Rule: "e", Interval: time.Millisecond, Burst: 5, Cost: 1}}
 

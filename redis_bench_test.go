@@ -75,7 +75,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	rdb := srv.ClientWith(b, opt)
 	ctx := context.Background()
 
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "bench"}, redisWiring{})
+	s := ZNew(rdb, ZOptions{Namespace: "bench"})
 	bs := []store.Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 
 	limiter := redis_rate.NewLimiter(rdb)

@@ -61,17 +61,17 @@ var (
 // proxy) that does not run our scripts as written. Nothing is booked.
 var errRedisReply = errors.New("throttle: unexpected reply from Redis")
 
-// maxSpanMicros bounds every span the scripts add to a time: a rule's
+// MaxSpanMicros bounds every span the scripts add to a time: a rule's
 // interval times its burst, a wait, a pause. Times are Unix microseconds
 // (about 2^50.6 today) held in Lua doubles, exact below 2^53; with each
 // span at most 2^49 µs (17.8 years) no sum the scripts form reaches 2^53.
-const maxSpanMicros = 1 << 49
+const MaxSpanMicros = 1 << 49
 
-// redisStore keeps buckets in Redis, shared by every Transport using the
+// ZStore keeps buckets in Redis, shared by every Transport using the
 // same Redis and namespace. A bucket is one string key holding its TAT in
 // Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
 // localStore. It is safe for concurrent use (go-redis clients are).
-type redisStore struct {
+type ZStore struct {
 	rdb redis.UniversalClient
 	ns  string
 	// prefix is "throttle:{ns}:": the start of every key under the
@@ -85,7 +85,7 @@ type redisStore struct {
 
 	// timeout, when set, bounds each Redis call on top of the caller's
 	// context (see call); nil means the context alone.
-	timeout *redisTimeout
+	timeout *store.Timeout
 	// hb, when set, is this replica's heartbeat: once per interval a
 	// reserve call also registers the replica and records the count of
 	// live replicas.
@@ -101,38 +101,68 @@ type redisStore struct {
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
 }
 
-// redisWiring is what a Redis store learns from the Transport that owns it
-// (redisOutageStore); the zero value, for tests, means no heartbeat, no
-// timeout beyond the caller's context, and a client that honours context
-// deadlines.
-type redisWiring struct {
-	// beat, when set, is the clock of this replica's heartbeat, which the
+// ZOptions is what a Redis store learns from the Transport that owns it:
+// the options WithRedis, WithNamespace and WithHashTagPerKey set, and the
+// wiring of the outage store around it. Apart from the namespace, the zero
+// value, for tests, means no heartbeat, no timeout beyond the caller's
+// context, and a client that honours context deadlines.
+type ZOptions struct {
+	// Namespace is the namespace of every key: "throttle:{Namespace}:...".
+	Namespace string
+	// TagPerKey puts a partitioned bucket's hash into its key's hash tag
+	// (WithHashTagPerKey).
+	TagPerKey bool
+	// Beat, when set, is the clock of this replica's heartbeat, which the
 	// store then carries (see redisStore.hb).
-	beat Clock
-	// timeout bounds each call (see redisStore.call).
-	timeout *redisTimeout
-	// guard is set when the client ignores context deadlines: the batcher
-	// then keeps each reserve call's deadline itself (scriptBatcher.guard).
-	guard bool
+	Beat Clock
+	// store.Timeout bounds each call (see redisStore.call).
+	Timeout *store.Timeout
+	// Guard is set when the client ignores context deadlines: the batcher
+	// then keeps each reserve call's deadline itself (scriptBatcher.Guard).
+	Guard bool
+	// NowMicros, when set (tests only), is passed to the scripts as now
+	// instead of Redis's TIME.
+	NowMicros func() int64
 }
 
-func newRedisStore(st redisSettings, w redisWiring) *redisStore {
-	_, cluster := st.rdb.(*redis.ClusterClient)
-	s := &redisStore{
-		rdb:       st.rdb,
-		ns:        st.namespace,
-		prefix:    "throttle:{" + st.namespace + "}:",
-		tagPerKey: st.tagPerKey,
-		split:     st.tagPerKey && cluster,
-		timeout:   w.timeout,
+// ZNew returns a Redis store keeping its buckets in rdb as o says. It never
+// closes rdb: its owner does.
+func ZNew(rdb redis.UniversalClient, o ZOptions) *ZStore {
+	_, cluster := rdb.(*redis.ClusterClient)
+	s := &ZStore{
+		rdb:       rdb,
+		ns:        o.Namespace,
+		prefix:    "throttle:{" + o.Namespace + "}:",
+		tagPerKey: o.TagPerKey,
+		split:     o.TagPerKey && cluster,
+		timeout:   o.Timeout,
+		nowMicros: o.NowMicros,
 		keys:      make(map[string]string),
 	}
-	if w.beat != nil {
-		s.hb = newHeartbeat(s.prefix, w.beat)
+	if o.Beat != nil {
+		s.hb = newHeartbeat(s.prefix, o.Beat)
 	}
-	s.batch = &scriptBatcher{rdb: st.rdb, guard: w.guard, late: s.late}
+	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, late: s.late}
 	return s
 }
+
+// FleetSize returns the live replicas the heartbeat counted, once the count
+// has settled, or 0 (before it has, or without a heartbeat).
+func (s *ZStore) FleetSize() int64 {
+	if s.hb == nil {
+		return 0
+	}
+	return s.hb.size()
+}
+
+// Split reports whether the buckets of one request may fall in different
+// Cluster slots (WithHashTagPerKey on a Cluster client), so that a reserve
+// may take one call per hash tag and keeps its context's deadline only
+// through the client.
+func (s *ZStore) Split() bool { return s.split }
+
+// Namespace returns the namespace of the store's keys.
+func (s *ZStore) Namespace() string { return s.ns }
 
 // lateRefundTimeout bounds the refund of a booking whose caller had left.
 const lateRefundTimeout = time.Second
@@ -141,7 +171,7 @@ const lateRefundTimeout = time.Second
 // sent: a slot booked for nobody goes back, as far as refund.lua can (see
 // redisBooking). The refund runs on a goroutine of its own, so the pipeline
 // that brought the reply does not wait for it.
-func (s *redisStore) late(c *scriptCall, reply string, err error) {
+func (s *ZStore) late(c *scriptCall, reply string, err error) {
 	if err != nil {
 		return
 	}
@@ -161,7 +191,7 @@ func (s *redisStore) late(c *scriptCall, reply string, err error) {
 // before and after the booking, in Redis's microseconds, so that refund.lua
 // can tell whether its slot is still the last one.
 type redisBooking struct {
-	s       *redisStore
+	s       *ZStore
 	buckets []store.Bucket
 	// prev, booked and counts are indexed as buckets, as reserve.lua
 	// replies them: booked[i] is 0 for a bucket not booked (deferred).
@@ -173,7 +203,7 @@ type redisBooking struct {
 	one [3]int64
 }
 
-func newRedisBooking(s *redisStore, bs []store.Bucket) *redisBooking {
+func newRedisBooking(s *ZStore, bs []store.Bucket) *redisBooking {
 	u := &redisBooking{s: s, buckets: bs}
 	n := len(bs)
 	tats := u.one[:]
@@ -234,17 +264,17 @@ func checkRedisRules(rules []Rule, headroom float64) error {
 			return &RuleError{Rule: c.Name, Field: "Limit.Rate", Reason: fmt.Sprintf(
 				"%d per %v is more than one per microsecond, the resolution of the Redis store", c.Limit.Rate, c.Limit.Period)}
 		}
-		if micros(c.interval) > maxSpanMicros/c.burst {
+		if Micros(c.interval) > MaxSpanMicros/c.burst {
 			return &RuleError{Rule: c.Name, Field: "Limit.Period", Reason: fmt.Sprintf(
-				"a bucket of %d × %v spans more than the Redis store's %v", c.burst, c.interval, time.Duration(maxSpanMicros)*time.Microsecond)}
+				"a bucket of %d × %v spans more than the Redis store's %v", c.burst, c.interval, time.Duration(MaxSpanMicros)*time.Microsecond)}
 		}
 	}
 	return nil
 }
 
-// micros converts d to microseconds, rounding up: an interval is never
+// Micros converts d to microseconds, rounding up: an interval is never
 // shortened, so the Redis store is never faster than the rule.
-func micros(d time.Duration) int64 {
+func Micros(d time.Duration) int64 {
 	us := int64(d / time.Microsecond)
 	if d%time.Microsecond > 0 {
 		us++
@@ -263,11 +293,11 @@ func spanMicros(d time.Duration, up bool) int64 {
 	if up && d%time.Microsecond > 0 {
 		us++
 	}
-	return min(us, maxSpanMicros)
+	return min(us, MaxSpanMicros)
 }
 
 // key returns the Redis key of bucket b.
-func (s *redisStore) key(b *store.Bucket) string {
+func (s *ZStore) key(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.Rule
@@ -282,7 +312,7 @@ const keyCacheSize = 4096
 
 // cachedKey returns key(b), remembering it: building a key costs an
 // allocation on every request otherwise.
-func (s *redisStore) cachedKey(b *store.Bucket) string {
+func (s *ZStore) cachedKey(b *store.Bucket) string {
 	s.keysMu.RLock()
 	k, ok := s.keys[b.Key]
 	s.keysMu.RUnlock()
@@ -312,7 +342,7 @@ func partitionHash(b *store.Bucket) (string, bool) {
 
 // anyTagged reports whether a bucket of bs has a hash tag of its own, not
 // the namespace's.
-func (s *redisStore) anyTagged(bs []store.Bucket) bool {
+func (s *ZStore) anyTagged(bs []store.Bucket) bool {
 	for i := range bs {
 		if s.tag(&bs[i]) != "" {
 			return true
@@ -323,7 +353,7 @@ func (s *redisStore) anyTagged(bs []store.Bucket) bool {
 
 // tag returns the hash tag of bucket b's key: buckets with equal tags live
 // in the same Cluster slot.
-func (s *redisStore) tag(b *store.Bucket) string {
+func (s *ZStore) tag(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return hash
@@ -337,15 +367,15 @@ func (s *redisStore) tag(b *store.Bucket) string {
 // its calls by the same timeout, so the hot path makes no second timer).
 // A client that ignores context deadlines keeps the bound only for reserve
 // calls (see redisWiring.guard); the outage store guards the others.
-func (s *redisStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *ZStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.timeout == nil {
 		return ctx, func() {}
 	}
-	d := s.timeout.next()
+	d := s.timeout.Next()
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		return ctx, func() {}
 	}
-	return boundContext(ctx, d)
+	return store.BoundContext(ctx, d)
 }
 
 // failed wraps err, the failure of a call with cctx derived from ctx (see
@@ -353,9 +383,9 @@ func (s *redisStore) call(ctx context.Context) (context.Context, context.CancelF
 // store's own bound ended it. go-redis sets the bound as the socket's
 // deadline, so its read may fail (i/o timeout) just before cctx is done:
 // a deadline passed counts too.
-func (s *redisStore) failed(what string, ctx, cctx context.Context, err error) error {
-	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == errRedisTimeout || pastDeadline(cctx)) {
-		err = fmt.Errorf("%w after %v: %w", errRedisTimeout, s.timeout.next(), err)
+func (s *ZStore) failed(what string, ctx, cctx context.Context, err error) error {
+	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == store.ErrTimeout || pastDeadline(cctx)) {
+		err = fmt.Errorf("%w after %v: %w", store.ErrTimeout, s.timeout.Next(), err)
 	}
 	return fmt.Errorf("throttle: redis %s: %w", what, err)
 }
@@ -368,7 +398,7 @@ func pastDeadline(ctx context.Context) bool {
 
 // runScript runs script within the store's bound (see call), its error
 // wrapped by failed.
-func (s *redisStore) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+func (s *ZStore) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	cmd := script.Run(cctx, s.rdb, keys, args...)
@@ -379,14 +409,14 @@ func (s *redisStore) runScript(ctx context.Context, what string, script *redis.S
 }
 
 // nowArg is the scripts' now argument: "" makes them read Redis's TIME.
-func (s *redisStore) nowArg() any {
+func (s *ZStore) nowArg() any {
 	if s.nowMicros == nil {
 		return ""
 	}
 	return s.nowMicros()
 }
 
-func (s *redisStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (s *ZStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	if len(bs) == 0 {
 		return store.Reservation{OK: true}, nil
 	}
@@ -480,7 +510,7 @@ type bookedTATs struct {
 // *string without boxing); the batcher sends it alone or in one pipeline
 // with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
 // does.
-func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
+func (s *ZStore) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
 	bs := q.bs
 	nk, nn := len(bs), 3+5*len(bs)
 	if q.beat {
@@ -505,7 +535,7 @@ func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out booke
 	c.add(&c.nums[1], &c.nums[2])
 	for i := range bs {
 		j := 3 + 5*i
-		c.nums[j], c.nums[j+1], c.nums[j+2] = micros(bs[i].Interval), bs[i].Burst, bs[i].Cost
+		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(bs[i].Interval), bs[i].Burst, bs[i].Cost
 		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].Lateness, false), bs[i].Sent
 		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 	}
@@ -531,7 +561,7 @@ func (s *redisStore) reserveGroup(ctx context.Context, q groupRequest, out booke
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *redisStore) parseReserve(reply string, bs []store.Bucket, out bookedTATs, beat bool) (groupReply, error) {
+func (s *ZStore) parseReserve(reply string, bs []store.Bucket, out bookedTATs, beat bool) (groupReply, error) {
 	bad := func(what string) (groupReply, error) {
 		return groupReply{}, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
@@ -600,7 +630,7 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 	return n, s[i:], true
 }
 
-func (s *redisStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
+func (s *ZStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -608,7 +638,7 @@ func (s *redisStore) Pause(ctx context.Context, bs []store.Bucket, d time.Durati
 		args = append(args, s.nowArg(), spanMicros(d, true))
 		for _, i := range idx {
 			keys = append(keys, s.key(&bs[i]))
-			args = append(args, micros(bs[i].Interval), bs[i].Burst)
+			args = append(args, Micros(bs[i].Interval), bs[i].Burst)
 		}
 		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
 		errs = append(errs, err)
@@ -616,13 +646,13 @@ func (s *redisStore) Pause(ctx context.Context, bs []store.Bucket, d time.Durati
 	return errors.Join(errs...)
 }
 
-func (s *redisStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (s *ZStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	span := max(spanMicros(c.Span, true), 1)
 	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span)
 	return err
 }
 
-func (s *redisStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
+func (s *ZStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	var held int64
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -645,7 +675,7 @@ func (s *redisStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration
 // callGroups returns the indices of bs grouped by the script calls that
 // handle them: by hash tag when they may be split (see groups), else all
 // of them in one; none when bs is empty.
-func (s *redisStore) callGroups(bs []store.Bucket) [][]int {
+func (s *ZStore) callGroups(bs []store.Bucket) [][]int {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -663,7 +693,7 @@ func (s *redisStore) callGroups(bs []store.Bucket) [][]int {
 
 // groups returns the indices of bs grouped by hash tag, in order of first
 // appearance: each group can be booked by one script call on a Cluster.
-func (s *redisStore) groups(bs []store.Bucket) [][]int {
+func (s *ZStore) groups(bs []store.Bucket) [][]int {
 	var groups [][]int
 	var tags []string
 outer:
@@ -694,7 +724,7 @@ outer:
 // isolated: between them, other requests may book, so a group may find a
 // later departure in the second round than in the first; the request then
 // departs at that later time.
-func (s *redisStore) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]int, maxWait time.Duration) (store.Reservation, error) {
+func (s *ZStore) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]int, maxWait time.Duration) (store.Reservation, error) {
 	u := newRedisBooking(s, bs)
 	maxUs := spanMicros(maxWait, false)
 	sub := make([][]store.Bucket, len(groups))

@@ -52,14 +52,12 @@ type decisionStep struct {
 
 // redisStoreAt returns a Redis store on rdb in namespace ns whose scripts
 // take now from clk instead of Redis's TIME.
-func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, opts ...func(*redisSettings)) *redisStore {
-	st := redisSettings{rdb: rdb, namespace: ns}
-	for _, o := range opts {
-		o(&st)
+func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, opts ...func(*ZOptions)) *ZStore {
+	o := ZOptions{Namespace: ns, NowMicros: func() int64 { return clk.Now().UnixMicro() }}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	s := newRedisStore(st, redisWiring{})
-	s.nowMicros = func() int64 { return clk.Now().UnixMicro() }
-	return s
+	return ZNew(rdb, o)
 }
 
 // decisionCases are sequences whose decisions the Redis store must share
@@ -224,7 +222,7 @@ func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
 
 // runDecisions runs steps through a local and a Redis store on rdb and
 // compares them.
-func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucket, steps []decisionStep, opts ...func(*redisSettings)) {
+func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucket, steps []decisionStep, opts ...func(*ZOptions)) {
 	t.Helper()
 	ctx := redisCtx(t)
 	start := time.Unix(1_700_000_000, 0)
@@ -300,7 +298,7 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucke
 func TestRedisStoreRedisClock(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newRedisStore(redisSettings{rdb: srv.Client(t), namespace: testNamespace(t)}, redisWiring{})
+	s := ZNew(srv.Client(t), ZOptions{Namespace: testNamespace(t)})
 	ctx := redisCtx(t)
 	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 2, Cost: 1}}
 	for i, want := range []bool{true, true, false} {
@@ -324,7 +322,7 @@ func TestRedisKeysAndTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := redisCtx(t)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "ttl"}, redisWiring{})
+	s := ZNew(rdb, ZOptions{Namespace: "ttl"})
 	b := store.Bucket{Key: "stripe:" + hashKey("sk_live_secret"), Rule: "stripe", Interval: 200 * time.Millisecond, Burst: 3, Cost: 1}
 	if _, err := s.Reserve(ctx, []store.Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
@@ -422,12 +420,12 @@ func TestRedisNamespaces(t *testing.T) {
 		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
 	}
 	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outageStore)
-	rs, ok := (*redisStore)(nil), false
+	rs, ok := (*ZStore)(nil), false
 	if fs != nil {
-		rs, ok = fs.primary.(*redisStore)
+		rs, ok = fs.primary.(*ZStore)
 	}
-	if !ok || rs.prefix != "throttle:{"+DefaultNamespace+"}:" {
-		t.Errorf("default store %#v, want a redisStore with prefix throttle:{%s}:", rs, DefaultNamespace)
+	if !ok || rs.Namespace() != DefaultNamespace {
+		t.Errorf("default store %#v, want a Redis store in namespace %s", rs, DefaultNamespace)
 	}
 }
 
@@ -471,9 +469,9 @@ func TestRedisMicros(t *testing.T) {
 		{time.Nanosecond, 1, 1, 0},
 		{time.Microsecond, 1, 1, 1},
 		{1001 * time.Nanosecond, 2, 2, 1},
-		{time.Duration(math.MaxInt64), math.MaxInt64/1000 + 1, maxSpanMicros, maxSpanMicros},
+		{time.Duration(math.MaxInt64), math.MaxInt64/1000 + 1, MaxSpanMicros, MaxSpanMicros},
 	} {
-		if got := micros(tc.d); got != tc.iv {
+		if got := Micros(tc.d); got != tc.iv {
 			t.Errorf("micros(%v) = %d, want %d", tc.d, got, tc.iv)
 		}
 		if got := spanMicros(tc.d, true); got != tc.up {
@@ -528,7 +526,7 @@ func TestRedisStrangeReplies(t *testing.T) {
 		{"overflow", "0 99999999999999999999 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newRedisStore(redisSettings{rdb: strangeScripter{reply: tc.reply}, namespace: "x"}, redisWiring{})
+			s := ZNew(strangeScripter{reply: tc.reply}, ZOptions{Namespace: "x"})
 			if _, err := s.Reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
 				t.Fatalf("err = %v, want errRedisReply", err)
 			}
@@ -714,7 +712,7 @@ func TestRedisNoScript(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{})
+	s := ZNew(rdb, ZOptions{Namespace: testNamespace(t)})
 	ctx := redisCtx(t)
 	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Microsecond, Burst: 1000, Cost: 1}}
 	all := func(what string) {
@@ -912,11 +910,11 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("split requests", func(t *testing.T) {
 		g := store.Bucket{Key: "g", Rule: "g", Interval: 10 * time.Millisecond, Burst: 1}
 		acct := store.Bucket{Key: "acct:" + hashKey("x"), Rule: "acct", Interval: 100 * time.Millisecond, Burst: 1}
-		s := newRedisStore(redisSettings{rdb: rdb, namespace: "n", tagPerKey: true}, redisWiring{})
+		s := ZNew(rdb, ZOptions{Namespace: "n", TagPerKey: true})
 		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]store.Bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
 			t.Fatalf("buckets %s and %s are not split", k1, k2)
 		}
-		perKey := func(st *redisSettings) { st.tagPerKey = true }
+		perKey := func(o *ZOptions) { o.TagPerKey = true }
 		for _, tc := range []struct {
 			name  string
 			steps []decisionStep
@@ -991,7 +989,7 @@ func TestRedisTLSAndACL(t *testing.T) {
 	if a.Mode() != ModeShared || b.Mode() != ModeShared {
 		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
-	s := newRedisStore(redisSettings{rdb: rdb, namespace: "tls"}, redisWiring{})
+	s := ZNew(rdb, ZOptions{Namespace: "tls"})
 	bs := []store.Bucket{{Key: "r", Rule: "r", Interval: time.Millisecond, Burst: 2, Cost: 1}}
 	r, err := s.Reserve(ctx, bs, time.Second)
 	if err != nil || !r.OK {

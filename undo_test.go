@@ -28,7 +28,7 @@ func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock
 		},
 		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			f := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings()}, clk)
-			f.primary.(*redisStore).nowMicros = func() int64 { return clk.Now().UnixMicro() }
+			f.primary.(*ZStore).nowMicros = func() int64 { return clk.Now().UnixMicro() }
 			return f
 		},
 		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
@@ -179,9 +179,9 @@ func TestRedisStoreTimeout(t *testing.T) {
 			opt.ContextTimeoutEnabled = tc.ctxAware
 			opt.MaxRetries = -1
 			rdb := srv.ClientWith(t, opt)
-			rt := &redisTimeout{d: timeout}
-			rt.warm.Store(true) // not the cold bound of a first call
-			s := newRedisStore(redisSettings{rdb: rdb, namespace: testNamespace(t)}, redisWiring{timeout: rt, guard: !tc.ctxAware})
+			rt := store.NewTimeout(timeout)
+			rt.MarkWarm() // not the cold bound of a first call
+			s := ZNew(rdb, ZOptions{Namespace: testNamespace(t), Timeout: rt, Guard: !tc.ctxAware})
 			ctx := context.Background()
 			b := undoBucket
 			r, err := s.Reserve(ctx, []store.Bucket{b}, time.Hour)
@@ -204,7 +204,7 @@ func TestRedisStoreTimeout(t *testing.T) {
 					_, err = s.Held(ctx, []store.Bucket{b})
 				}
 				took := time.Since(start)
-				if !errors.Is(err, errRedisTimeout) {
+				if !errors.Is(err, store.ErrTimeout) {
 					t.Errorf("%s: err %v, want errRedisTimeout", op, err)
 				}
 				if took > bound {
