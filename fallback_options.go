@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -137,7 +138,7 @@ func redisOutageStore(st redisSettings, c Clock) *outageStore {
 	// adapt, and the reserve calls of split requests, which beat and roll
 	// back outside the batcher) keep the outage store's guard.
 	guard := !honoursDeadlines(st.rdb)
-	rs := ZNew(st.rdb, ZOptions{Namespace: st.namespace, TagPerKey: st.tagPerKey, Beat: c, Timeout: timeout, Guard: guard})
+	rs := redisstore.New(st.rdb, redisstore.Options{Namespace: st.namespace, TagPerKey: st.tagPerKey, Beat: c, Timeout: timeout, Guard: guard, NowMicros: st.nowMicros})
 	return newOutageStore(rs, os, c, outageWiring{
 		fleet:       rs.FleetSize,
 		guard:       guard,

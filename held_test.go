@@ -8,64 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/redistest"
-	"github.com/throttlekit/throttle/internal/store"
 )
-
-// TestRedisHeldReported: a pause set by one replica is kept in the bucket
-// and reported to any other that books it before it ends, through refunds
-// and adaptations, and no more once it has ended.
-func TestRedisHeldReported(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	ctx := redisCtx(t)
-	ns := testNamespace(t)
-	a := ZNew(rdb, ZOptions{Namespace: ns})
-	b := ZNew(rdb, ZOptions{Namespace: ns})
-	one := []store.Bucket{{Key: "g", Rule: "g", Interval: time.Millisecond, Burst: 5, Cost: 1}}
-	two := []store.Bucket{one[0], {Key: "e", Rule: "e", Interval: time.Millisecond, Burst: 5, Cost: 1}}
-
-	if r, err := b.Reserve(ctx, two, time.Second); err != nil || !r.OK || r.Held != 0 {
-		t.Fatalf("before any pause: %+v, %v; want booked, held 0", r, err)
-	}
-	const pause = 400 * time.Millisecond
-	if err := a.Pause(ctx, one, pause); err != nil {
-		t.Fatal(err)
-	}
-	check := func(what string, bs []store.Bucket, maxWait time.Duration) store.Reservation {
-		t.Helper()
-		r, err := b.Reserve(ctx, bs, maxWait)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if r.Held <= 0 || r.Held > pause {
-			t.Errorf("%s: held %v, want the pause's remaining part of %v", what, r.Held, pause)
-		}
-		return r
-	}
-	r := check("one bucket, booked", one, time.Second)
-	if r.Wait < r.Held {
-		t.Errorf("booked at %v, inside the pause that ends in %v", r.Wait, r.Held)
-	}
-	check("one bucket, rejected", one, 0)
-	check("two buckets, one paused", two, time.Second)
-	// A refund and a cap keep the hold in the bucket, and hold.lua reads it.
-	if err := r.Cancel(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Limit(ctx, one[0], store.Cap{Rate: 5, Span: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	check("after a refund and a cap", one, 0)
-	if h, err := b.Held(ctx, two); err != nil || h <= 0 || h > pause {
-		t.Errorf("held = %v, %v; want the pause's remaining part of %v", h, err, pause)
-	}
-
-	time.Sleep(pause)
-	if r, err := b.Reserve(ctx, two, 2*time.Second); err != nil || r.Held != 0 {
-		t.Errorf("after the pause: %+v, %v; want held 0", r, err)
-	}
-}
 
 // TestRedisPauseReachesOtherReplicas: replica B has requests waiting for
 // slots in a shared bucket when replica A is told to pause it (429,

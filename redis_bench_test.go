@@ -15,6 +15,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -75,7 +76,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	rdb := srv.ClientWith(b, opt)
 	ctx := context.Background()
 
-	s := ZNew(rdb, ZOptions{Namespace: "bench"})
+	s := redisstore.New(rdb, redisstore.Options{Namespace: "bench"})
 	bs := []store.Bucket{{Key: "bench-rule", Rule: "bench-rule", Interval: time.Microsecond, Burst: 1 << 20, Cost: 1}}
 
 	limiter := redis_rate.NewLimiter(rdb)

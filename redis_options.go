@@ -85,4 +85,7 @@ type redisSettings struct {
 	tagPerKey bool
 	// outage is what the outage options set (fallback_options.go).
 	outage outageSettings
+	// nowMicros, when set (tests only), is the Redis scripts' now instead
+	// of Redis's TIME (redisstore.Options.NowMicros).
+	nowMicros func() int64
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -52,12 +52,12 @@ type decisionStep struct {
 
 // redisStoreAt returns a Redis store on rdb in namespace ns whose scripts
 // take now from clk instead of Redis's TIME.
-func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, opts ...func(*ZOptions)) *ZStore {
-	o := ZOptions{Namespace: ns, NowMicros: func() int64 { return clk.Now().UnixMicro() }}
+func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, opts ...func(*redisstore.Options)) *redisstore.Store {
+	o := redisstore.Options{Namespace: ns, NowMicros: func() int64 { return clk.Now().UnixMicro() }}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return ZNew(rdb, o)
+	return redisstore.New(rdb, o)
 }
 
 // decisionCases are sequences whose decisions the Redis store must share
@@ -222,7 +222,7 @@ func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
 
 // runDecisions runs steps through a local and a Redis store on rdb and
 // compares them.
-func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucket, steps []decisionStep, opts ...func(*ZOptions)) {
+func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucket, steps []decisionStep, opts ...func(*redisstore.Options)) {
 	t.Helper()
 	ctx := redisCtx(t)
 	start := time.Unix(1_700_000_000, 0)
@@ -293,81 +293,6 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucke
 	}
 }
 
-// TestRedisStoreRedisClock checks the path that production takes: no
-// explicit now, Redis's TIME decides.
-func TestRedisStoreRedisClock(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	s := ZNew(srv.Client(t), ZOptions{Namespace: testNamespace(t)})
-	ctx := redisCtx(t)
-	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 2, Cost: 1}}
-	for i, want := range []bool{true, true, false} {
-		r, err := s.Reserve(ctx, bs, time.Minute)
-		if err != nil {
-			t.Fatalf("reserve %d: %v", i, err)
-		}
-		if r.OK != want {
-			t.Fatalf("reserve %d: ok = %v, want %v (wait %v)", i, r.OK, want, r.Wait)
-		}
-		if !r.OK && (r.Wait < 59*time.Minute || r.Wait > time.Hour) {
-			t.Fatalf("reserve %d: wait %v, want just under an hour", i, r.Wait)
-		}
-	}
-}
-
-// TestRedisKeysAndTTL checks the key layout, that idle keys expire once
-// their TAT has passed, and measures the memory of one idle bucket.
-func TestRedisKeysAndTTL(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	ctx := redisCtx(t)
-	s := ZNew(rdb, ZOptions{Namespace: "ttl"})
-	b := store.Bucket{Key: "stripe:" + hashKey("sk_live_secret"), Rule: "stripe", Interval: 200 * time.Millisecond, Burst: 3, Cost: 1}
-	if _, err := s.Reserve(ctx, []store.Bucket{b}, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	key := "throttle:{ttl}:stripe:" + hashKey("sk_live_secret")
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || keys[0] != key {
-		t.Fatalf("keys = %q, want [%q]", keys, key)
-	}
-	if strings.Contains(keys[0], "sk_live") {
-		t.Fatalf("key %q holds the raw partition key", keys[0])
-	}
-	// TAT = now + 200ms after one request of a burst-3 bucket (an empty
-	// bucket books at now), plus one second of slack.
-	pttl, err := rdb.PTTL(ctx, key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pttl <= 0 || pttl > 1200*time.Millisecond {
-		t.Fatalf("PTTL = %v, want in (0, 1.2s]", pttl)
-	}
-	mem, err := rdb.MemoryUsage(ctx, key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("MEMORY USAGE of one idle bucket key (%d-byte name): %d bytes", len(key), mem)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := rdb.Exists(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %s still exists 10s later", key)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestRedisNamespaces checks that namespaces separate buckets and that an
 // invalid one is a configuration error naming it.
 func TestRedisNamespaces(t *testing.T) {
@@ -420,9 +345,9 @@ func TestRedisNamespaces(t *testing.T) {
 		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
 	}
 	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outageStore)
-	rs, ok := (*ZStore)(nil), false
+	rs, ok := (*redisstore.Store)(nil), false
 	if fs != nil {
-		rs, ok = fs.primary.(*ZStore)
+		rs, ok = fs.primary.(*redisstore.Store)
 	}
 	if !ok || rs.Namespace() != DefaultNamespace {
 		t.Errorf("default store %#v, want a Redis store in namespace %s", rs, DefaultNamespace)
@@ -454,83 +379,6 @@ func TestRedisRejectsRulesBeyondResolution(t *testing.T) {
 	// The same rules are fine locally.
 	if _, err := New(okBase, WithHeadroom(0), WithRules(Rule{Name: "fast", Limit: Limit{Rate: 2_000_000, Period: time.Second, Burst: 1}})); err != nil {
 		t.Fatalf("local: %v", err)
-	}
-}
-
-// TestRedisMicros checks the conversions to the scripts' microseconds.
-func TestRedisMicros(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		d          time.Duration
-		iv, up, dn int64
-	}{
-		{0, 0, 0, 0},
-		{-time.Second, -1_000_000, 0, 0},
-		{time.Nanosecond, 1, 1, 0},
-		{time.Microsecond, 1, 1, 1},
-		{1001 * time.Nanosecond, 2, 2, 1},
-		{time.Duration(math.MaxInt64), math.MaxInt64/1000 + 1, MaxSpanMicros, MaxSpanMicros},
-	} {
-		if got := Micros(tc.d); got != tc.iv {
-			t.Errorf("micros(%v) = %d, want %d", tc.d, got, tc.iv)
-		}
-		if got := spanMicros(tc.d, true); got != tc.up {
-			t.Errorf("spanMicros(%v, up) = %d, want %d", tc.d, got, tc.up)
-		}
-		if got := spanMicros(tc.d, false); got != tc.dn {
-			t.Errorf("spanMicros(%v, down) = %d, want %d", tc.d, got, tc.dn)
-		}
-	}
-}
-
-// strangeScripter answers every script call with a canned reply.
-type strangeScripter struct {
-	redis.UniversalClient
-	reply any
-}
-
-func (s strangeScripter) Do(ctx context.Context, _ ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetVal(s.reply)
-	return cmd
-}
-
-// TestRedisStrangeReplies checks that replies of an unexpected shape are
-// errors, never panics.
-func TestRedisStrangeReplies(t *testing.T) {
-	t.Parallel()
-	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Millisecond, Burst: 1, Cost: 1}}
-	for _, tc := range []struct {
-		name  string
-		reply any
-	}{
-		{"nil", nil},
-		{"array", []any{int64(1), int64(0), int64(0), int64(1), int64(2)}},
-		{"empty", ""},
-		{"OK", "OK"},
-		{"short", "1 0"},
-		{"flag not 0 or 1", "2 0 0 1 2"},
-		{"limiter out of range", "0 5 3"},
-		{"negative wait", "0 -5 0"},
-		{"missing TATs", "1 0 0"},
-		{"missing booked", "1 0 0 1"},
-		{"TAT not int", "1 0 0 x 2"},
-		{"missing count", "1 0 0 0 1 2"},
-		{"count not int", "1 0 0 0 1 2 x"},
-		{"extra values", "1 0 0 0 1 2 3 4"},
-		{"rejection with extra values", "0 5 0 0 1"},
-		{"rejection without held", "0 5 0"},
-		{"held not int", "0 5 0 x"},
-		{"trailing space", "0 5 0 "},
-		{"double space", "0  5 0"},
-		{"overflow", "0 99999999999999999999 0"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := ZNew(strangeScripter{reply: tc.reply}, ZOptions{Namespace: "x"})
-			if _, err := s.Reserve(context.Background(), bs, time.Second); !errors.Is(err, errRedisReply) {
-				t.Fatalf("err = %v, want errRedisReply", err)
-			}
-		})
 	}
 }
 
@@ -705,41 +553,6 @@ func TestRedisSkewedReplicas(t *testing.T) {
 	}
 }
 
-// TestRedisNoScript flushes the script cache, then restarts the server,
-// mid-run: the store loads its scripts again without surfacing an error
-// once Redis answers.
-func TestRedisNoScript(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	s := ZNew(rdb, ZOptions{Namespace: testNamespace(t)})
-	ctx := redisCtx(t)
-	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Microsecond, Burst: 1000, Cost: 1}}
-	all := func(what string) {
-		t.Helper()
-		r, err := s.Reserve(ctx, bs, time.Second)
-		if err != nil {
-			t.Fatalf("reserve %s: %v", what, err)
-		}
-		if err := r.Cancel(ctx); err != nil {
-			t.Fatalf("refund %s: %v", what, err)
-		}
-		if err := s.Pause(ctx, bs, 0); err != nil {
-			t.Fatalf("pause %s: %v", what, err)
-		}
-	}
-	all("before")
-	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	all("after SCRIPT FLUSH")
-	srv.Restart()
-	// go-redis retries a command whose pooled connection died (MaxRetries
-	// 3 by default), so even the first call after the restart succeeds.
-	all("after restart")
-	all("again")
-}
-
 // commandStats returns the calls of the named commands in INFO
 // commandstats.
 func commandStats(t *testing.T, ctx context.Context, rdb *redis.Client) map[string]int {
@@ -818,7 +631,8 @@ func TestRedisOneScriptCallPerRequest(t *testing.T) {
 // TestRedisCluster runs the decision sequences on a 3-master Cluster, checks
 // that the keys of one request share a node, and that WithHashTagPerKey
 // spreads partitioned buckets over the masters while split requests keep
-// the same decisions as localStore.
+// the same decisions as localStore. The Redis store's own Cluster checks
+// are internal/redisstore's TestCluster.
 func TestRedisCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
@@ -831,13 +645,6 @@ func TestRedisCluster(t *testing.T) {
 				runDecisions(t, rdb, tc.buckets, tc.steps)
 			})
 		}
-	})
-
-	t.Run("tenants batched per slot", func(t *testing.T) {
-		g := newGate()
-		gated := cl.Client(t)
-		gated.AddHook(g)
-		batchTenants(t, gated, g)
 	})
 
 	lim := Limit{Rate: 1000, Period: time.Second, Burst: 100}
@@ -910,11 +717,9 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("split requests", func(t *testing.T) {
 		g := store.Bucket{Key: "g", Rule: "g", Interval: 10 * time.Millisecond, Burst: 1}
 		acct := store.Bucket{Key: "acct:" + hashKey("x"), Rule: "acct", Interval: 100 * time.Millisecond, Burst: 1}
-		s := ZNew(rdb, ZOptions{Namespace: "n", TagPerKey: true})
-		if k1, k2 := s.key(&g), s.key(&acct); !s.split || len(s.groups([]store.Bucket{g, acct})) != 2 || cl.MasterForKey(k1) == cl.MasterForKey(k2) && rdb.ClusterKeySlot(ctx, k1).Val() == rdb.ClusterKeySlot(ctx, k2).Val() {
-			t.Fatalf("buckets %s and %s are not split", k1, k2)
-		}
-		perKey := func(o *ZOptions) { o.TagPerKey = true }
+		// internal/redisstore's TestCluster checks that g and acct fall in
+		// different slots.
+		perKey := func(o *redisstore.Options) { o.TagPerKey = true }
 		for _, tc := range []struct {
 			name  string
 			steps []decisionStep
@@ -989,7 +794,7 @@ func TestRedisTLSAndACL(t *testing.T) {
 	if a.Mode() != ModeShared || b.Mode() != ModeShared {
 		t.Fatalf("modes %v, %v: the ACL user cannot run the scripts", a.Mode(), b.Mode())
 	}
-	s := ZNew(rdb, ZOptions{Namespace: "tls"})
+	s := redisstore.New(rdb, redisstore.Options{Namespace: "tls"})
 	bs := []store.Bucket{{Key: "r", Rule: "r", Interval: time.Millisecond, Burst: 2, Cost: 1}}
 	r, err := s.Reserve(ctx, bs, time.Second)
 	if err != nil || !r.OK {

@@ -1,4 +1,4 @@
-package throttle
+package redisstore
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 //
 // A caller whose context ends while its call is queued leaves, and the call
 // is never sent; once sent, the caller may still leave, and a booking that
-// arrives after it is refunded (see redisStore.late). Either way the call's
+// arrives after it is refunded (see Store.late). Either way the call's
 // memory then belongs to the batcher, which pools it when done with it.
 type scriptBatcher struct {
 	rdb   redis.UniversalClient
@@ -414,7 +414,7 @@ type scriptCall struct {
 	// booked in one script call (reserve_batch.lua).
 	tag string
 	// bs and beat are the call's buckets and whether it carries the
-	// heartbeat, for a late reply (redisStore.late).
+	// heartbeat, for a late reply (Store.late).
 	bs   []store.Bucket
 	beat bool
 	// deadline is the caller's context deadline, or zero.

@@ -1,4 +1,4 @@
-package throttle
+package redisstore
 
 import (
 	"context"
@@ -18,15 +18,16 @@ import (
 // while it makes requests: an idle replica drops out of the count after the
 // TTL, which is what its peers want, since it spends none of the quota.
 const (
-	heartbeatEvery = time.Second
-	// heartbeatTTL is three intervals, so that one slow or lost beat does
+	// HeartbeatEvery is the longest interval between a busy replica's beats.
+	HeartbeatEvery = time.Second
+	// HeartbeatTTL is three intervals, so that one slow or lost beat does
 	// not make a busy replica vanish from its peers' count.
-	heartbeatTTL = 3 * heartbeatEvery
+	HeartbeatTTL = 3 * HeartbeatEvery
 )
 
 var (
 	// heartbeatLua defines beat, which reserve.lua calls when a beat is
-	// due (see the var block of store_redis.go).
+	// due (see the var block of store.go).
 	//go:embed heartbeat.lua
 	heartbeatLua string
 
@@ -56,7 +57,7 @@ func newHeartbeat(prefix string, c Clock) *heartbeat {
 	var b [8]byte
 	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
 	_, _ = rand.Read(b[:])
-	return &heartbeat{clock: c, key: prefix + "replicas", id: hex.EncodeToString(b[:]), every: heartbeatEvery, ttl: heartbeatTTL}
+	return &heartbeat{clock: c, key: prefix + "replicas", id: hex.EncodeToString(b[:]), every: HeartbeatEvery, ttl: HeartbeatTTL}
 }
 
 // due reports whether the caller should beat now; it returns true to one
@@ -74,7 +75,7 @@ func (h *heartbeat) args() (id string, ttlMicros int64) {
 
 // beat runs heartbeat_call.lua, a beat on its own (now is "" for Redis's
 // TIME), and records the count. Most beats ride on a reserve call instead
-// (redisStore.reserveGroup).
+// (Store.reserveGroup).
 func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int64, error) {
 	id, ttl := h.args()
 	n, err := heartbeatScript.Run(ctx, rdb, []string{h.key}, now, id, ttl).Int64()

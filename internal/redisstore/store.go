@@ -1,4 +1,4 @@
-package throttle
+package redisstore
 
 import (
 	"context"
@@ -15,6 +15,12 @@ import (
 
 	"github.com/throttlekit/throttle/internal/store"
 )
+
+// Clock tells the time: the heartbeat's clock. The root's Clock satisfies
+// it.
+type Clock interface {
+	Now() time.Time
+}
 
 // The scripts run with EVALSHA, falling back to EVAL when Redis answers
 // NOSCRIPT (its script cache was flushed, or it restarted), so they never
@@ -67,11 +73,11 @@ var errRedisReply = errors.New("throttle: unexpected reply from Redis")
 // span at most 2^49 µs (17.8 years) no sum the scripts form reaches 2^53.
 const MaxSpanMicros = 1 << 49
 
-// ZStore keeps buckets in Redis, shared by every Transport using the
+// Store keeps buckets in Redis, shared by every Transport using the
 // same Redis and namespace. A bucket is one string key holding its TAT in
 // Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
-// localStore. It is safe for concurrent use (go-redis clients are).
-type ZStore struct {
+// the root's local store (leaky.go). It is safe for concurrent use (go-redis clients are).
+type Store struct {
 	rdb redis.UniversalClient
 	ns  string
 	// prefix is "throttle:{ns}:": the start of every key under the
@@ -101,35 +107,35 @@ type ZStore struct {
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
 }
 
-// ZOptions is what a Redis store learns from the Transport that owns it:
+// Options is what a Redis store learns from the Transport that owns it:
 // the options WithRedis, WithNamespace and WithHashTagPerKey set, and the
 // wiring of the outage store around it. Apart from the namespace, the zero
 // value, for tests, means no heartbeat, no timeout beyond the caller's
 // context, and a client that honours context deadlines.
-type ZOptions struct {
+type Options struct {
 	// Namespace is the namespace of every key: "throttle:{Namespace}:...".
 	Namespace string
 	// TagPerKey puts a partitioned bucket's hash into its key's hash tag
 	// (WithHashTagPerKey).
 	TagPerKey bool
 	// Beat, when set, is the clock of this replica's heartbeat, which the
-	// store then carries (see redisStore.hb).
+	// store then carries (see Store.hb).
 	Beat Clock
-	// store.Timeout bounds each call (see redisStore.call).
+	// Timeout bounds each call (see Store.call).
 	Timeout *store.Timeout
 	// Guard is set when the client ignores context deadlines: the batcher
-	// then keeps each reserve call's deadline itself (scriptBatcher.Guard).
+	// then keeps each reserve call's deadline itself (scriptBatcher.guard).
 	Guard bool
 	// NowMicros, when set (tests only), is passed to the scripts as now
 	// instead of Redis's TIME.
 	NowMicros func() int64
 }
 
-// ZNew returns a Redis store keeping its buckets in rdb as o says. It never
+// New returns a Redis store keeping its buckets in rdb as o says. It never
 // closes rdb: its owner does.
-func ZNew(rdb redis.UniversalClient, o ZOptions) *ZStore {
+func New(rdb redis.UniversalClient, o Options) *Store {
 	_, cluster := rdb.(*redis.ClusterClient)
-	s := &ZStore{
+	s := &Store{
 		rdb:       rdb,
 		ns:        o.Namespace,
 		prefix:    "throttle:{" + o.Namespace + "}:",
@@ -148,21 +154,31 @@ func ZNew(rdb redis.UniversalClient, o ZOptions) *ZStore {
 
 // FleetSize returns the live replicas the heartbeat counted, once the count
 // has settled, or 0 (before it has, or without a heartbeat).
-func (s *ZStore) FleetSize() int64 {
+func (s *Store) FleetSize() int64 {
 	if s.hb == nil {
 		return 0
 	}
 	return s.hb.size()
 }
 
+// Counted returns the live replicas the heartbeat counted at its last beat
+// (0 before the first, or without a heartbeat), settled or not (see
+// FleetSize).
+func (s *Store) Counted() int64 {
+	if s.hb == nil {
+		return 0
+	}
+	return s.hb.live.Load()
+}
+
 // Split reports whether the buckets of one request may fall in different
 // Cluster slots (WithHashTagPerKey on a Cluster client), so that a reserve
 // may take one call per hash tag and keeps its context's deadline only
 // through the client.
-func (s *ZStore) Split() bool { return s.split }
+func (s *Store) Split() bool { return s.split }
 
 // Namespace returns the namespace of the store's keys.
-func (s *ZStore) Namespace() string { return s.ns }
+func (s *Store) Namespace() string { return s.ns }
 
 // lateRefundTimeout bounds the refund of a booking whose caller had left.
 const lateRefundTimeout = time.Second
@@ -171,7 +187,7 @@ const lateRefundTimeout = time.Second
 // sent: a slot booked for nobody goes back, as far as refund.lua can (see
 // redisBooking). The refund runs on a goroutine of its own, so the pipeline
 // that brought the reply does not wait for it.
-func (s *ZStore) late(c *scriptCall, reply string, err error) {
+func (s *Store) late(c *scriptCall, reply string, err error) {
 	if err != nil {
 		return
 	}
@@ -191,7 +207,7 @@ func (s *ZStore) late(c *scriptCall, reply string, err error) {
 // before and after the booking, in Redis's microseconds, so that refund.lua
 // can tell whether its slot is still the last one.
 type redisBooking struct {
-	s       *ZStore
+	s       *Store
 	buckets []store.Bucket
 	// prev, booked and counts are indexed as buckets, as reserve.lua
 	// replies them: booked[i] is 0 for a bucket not booked (deferred).
@@ -203,7 +219,7 @@ type redisBooking struct {
 	one [3]int64
 }
 
-func newRedisBooking(s *ZStore, bs []store.Bucket) *redisBooking {
+func newRedisBooking(s *Store, bs []store.Bucket) *redisBooking {
 	u := &redisBooking{s: s, buckets: bs}
 	n := len(bs)
 	tats := u.one[:]
@@ -251,27 +267,6 @@ func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
 	return err
 }
 
-// checkRedisRules rejects rules the Redis store cannot run exactly: an
-// interval under its one-microsecond resolution, or a bucket spanning more
-// than maxSpanMicros.
-func checkRedisRules(rules []Rule, headroom float64) error {
-	crs, err := compileRules(rules, headroom)
-	if err != nil {
-		return err
-	}
-	for _, c := range crs {
-		if c.interval < time.Microsecond {
-			return &RuleError{Rule: c.Name, Field: "Limit.Rate", Reason: fmt.Sprintf(
-				"%d per %v is more than one per microsecond, the resolution of the Redis store", c.Limit.Rate, c.Limit.Period)}
-		}
-		if Micros(c.interval) > MaxSpanMicros/c.burst {
-			return &RuleError{Rule: c.Name, Field: "Limit.Period", Reason: fmt.Sprintf(
-				"a bucket of %d × %v spans more than the Redis store's %v", c.burst, c.interval, time.Duration(MaxSpanMicros)*time.Microsecond)}
-		}
-	}
-	return nil
-}
-
 // Micros converts d to microseconds, rounding up: an interval is never
 // shortened, so the Redis store is never faster than the rule.
 func Micros(d time.Duration) int64 {
@@ -297,7 +292,7 @@ func spanMicros(d time.Duration, up bool) int64 {
 }
 
 // key returns the Redis key of bucket b.
-func (s *ZStore) key(b *store.Bucket) string {
+func (s *Store) key(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return "throttle:p:{" + s.ns + ":" + hash + "}:" + b.Rule
@@ -312,7 +307,7 @@ const keyCacheSize = 4096
 
 // cachedKey returns key(b), remembering it: building a key costs an
 // allocation on every request otherwise.
-func (s *ZStore) cachedKey(b *store.Bucket) string {
+func (s *Store) cachedKey(b *store.Bucket) string {
 	s.keysMu.RLock()
 	k, ok := s.keys[b.Key]
 	s.keysMu.RUnlock()
@@ -331,7 +326,7 @@ func (s *ZStore) cachedKey(b *store.Bucket) string {
 
 // partitionHash returns the hashed partition key of b, if its rule has a
 // Key: bucket keys are the rule's name, then ':' and the hash
-// (compiledRule.bucketKey).
+// (the root's compiledRule.bucketKey).
 func partitionHash(b *store.Bucket) (string, bool) {
 	hash, ok := strings.CutPrefix(b.Key, b.Rule)
 	if !ok || len(hash) < 2 || hash[0] != ':' {
@@ -342,7 +337,7 @@ func partitionHash(b *store.Bucket) (string, bool) {
 
 // anyTagged reports whether a bucket of bs has a hash tag of its own, not
 // the namespace's.
-func (s *ZStore) anyTagged(bs []store.Bucket) bool {
+func (s *Store) anyTagged(bs []store.Bucket) bool {
 	for i := range bs {
 		if s.tag(&bs[i]) != "" {
 			return true
@@ -353,7 +348,7 @@ func (s *ZStore) anyTagged(bs []store.Bucket) bool {
 
 // tag returns the hash tag of bucket b's key: buckets with equal tags live
 // in the same Cluster slot.
-func (s *ZStore) tag(b *store.Bucket) string {
+func (s *Store) tag(b *store.Bucket) string {
 	if s.tagPerKey {
 		if hash, ok := partitionHash(b); ok {
 			return hash
@@ -366,8 +361,8 @@ func (s *ZStore) tag(b *store.Bucket) string {
 // timeout unless ctx already ends sooner (the outage store bounds each of
 // its calls by the same timeout, so the hot path makes no second timer).
 // A client that ignores context deadlines keeps the bound only for reserve
-// calls (see redisWiring.guard); the outage store guards the others.
-func (s *ZStore) call(ctx context.Context) (context.Context, context.CancelFunc) {
+// calls (see Options.Guard); the outage store guards the others.
+func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.timeout == nil {
 		return ctx, func() {}
 	}
@@ -383,7 +378,7 @@ func (s *ZStore) call(ctx context.Context) (context.Context, context.CancelFunc)
 // store's own bound ended it. go-redis sets the bound as the socket's
 // deadline, so its read may fail (i/o timeout) just before cctx is done:
 // a deadline passed counts too.
-func (s *ZStore) failed(what string, ctx, cctx context.Context, err error) error {
+func (s *Store) failed(what string, ctx, cctx context.Context, err error) error {
 	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == store.ErrTimeout || pastDeadline(cctx)) {
 		err = fmt.Errorf("%w after %v: %w", store.ErrTimeout, s.timeout.Next(), err)
 	}
@@ -398,7 +393,7 @@ func pastDeadline(ctx context.Context) bool {
 
 // runScript runs script within the store's bound (see call), its error
 // wrapped by failed.
-func (s *ZStore) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+func (s *Store) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	cmd := script.Run(cctx, s.rdb, keys, args...)
@@ -409,14 +404,14 @@ func (s *ZStore) runScript(ctx context.Context, what string, script *redis.Scrip
 }
 
 // nowArg is the scripts' now argument: "" makes them read Redis's TIME.
-func (s *ZStore) nowArg() any {
+func (s *Store) nowArg() any {
 	if s.nowMicros == nil {
 		return ""
 	}
 	return s.nowMicros()
 }
 
-func (s *ZStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (s *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	if len(bs) == 0 {
 		return store.Reservation{OK: true}, nil
 	}
@@ -510,7 +505,7 @@ type bookedTATs struct {
 // *string without boxing); the batcher sends it alone or in one pipeline
 // with concurrent calls, and falls back to EVAL on NOSCRIPT as Script.Run
 // does.
-func (s *ZStore) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
+func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
 	bs := q.bs
 	nk, nn := len(bs), 3+5*len(bs)
 	if q.beat {
@@ -561,7 +556,7 @@ func (s *ZStore) reserveGroup(ctx context.Context, q groupRequest, out bookedTAT
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
-func (s *ZStore) parseReserve(reply string, bs []store.Bucket, out bookedTATs, beat bool) (groupReply, error) {
+func (s *Store) parseReserve(reply string, bs []store.Bucket, out bookedTATs, beat bool) (groupReply, error) {
 	bad := func(what string) (groupReply, error) {
 		return groupReply{}, fmt.Errorf("%w: reserve returned %.64q%s", errRedisReply, reply, what)
 	}
@@ -630,7 +625,7 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 	return n, s[i:], true
 }
 
-func (s *ZStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
+func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -646,13 +641,13 @@ func (s *ZStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) 
 	return errors.Join(errs...)
 }
 
-func (s *ZStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	span := max(spanMicros(c.Span, true), 1)
 	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span)
 	return err
 }
 
-func (s *ZStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
+func (s *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	var held int64
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -675,7 +670,7 @@ func (s *ZStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, er
 // callGroups returns the indices of bs grouped by the script calls that
 // handle them: by hash tag when they may be split (see groups), else all
 // of them in one; none when bs is empty.
-func (s *ZStore) callGroups(bs []store.Bucket) [][]int {
+func (s *Store) callGroups(bs []store.Bucket) [][]int {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -693,7 +688,7 @@ func (s *ZStore) callGroups(bs []store.Bucket) [][]int {
 
 // groups returns the indices of bs grouped by hash tag, in order of first
 // appearance: each group can be booked by one script call on a Cluster.
-func (s *ZStore) groups(bs []store.Bucket) [][]int {
+func (s *Store) groups(bs []store.Bucket) [][]int {
 	var groups [][]int
 	var tags []string
 outer:
@@ -724,7 +719,7 @@ outer:
 // isolated: between them, other requests may book, so a group may find a
 // later departure in the second round than in the first; the request then
 // departs at that later time.
-func (s *ZStore) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]int, maxWait time.Duration) (store.Reservation, error) {
+func (s *Store) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]int, maxWait time.Duration) (store.Reservation, error) {
 	u := newRedisBooking(s, bs)
 	maxUs := spanMicros(maxWait, false)
 	sub := make([][]store.Bucket, len(groups))

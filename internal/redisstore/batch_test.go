@@ -1,4 +1,4 @@
-package throttle
+package redisstore
 
 import (
 	"context"
@@ -51,12 +51,12 @@ var batchClients = []struct {
 
 // batchStore returns a Redis store whose client is of the given kind, with
 // a few connections already dialled.
-func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*ZStore, *redis.Client) {
+func batchStore(t *testing.T, srv *redistest.Server, ctxAware bool) (*Store, *redis.Client) {
 	t.Helper()
 	opt := srv.Options()
 	opt.ContextTimeoutEnabled = ctxAware
 	rdb := srv.ClientWith(t, opt)
-	s := ZNew(rdb, ZOptions{Namespace: testNamespace(t), Guard: !ctxAware})
+	s := New(rdb, Options{Namespace: testNamespace(t), Guard: !ctxAware})
 	dialConns(t, redisCtx(t), rdb)
 	return s, rdb
 }
@@ -210,7 +210,7 @@ func batchTenants(t *testing.T, rdb redis.UniversalClient, g *gate) {
 	ctx := redisCtx(t)
 	h := &pipelineCounter{}
 	rdb.AddHook(h)
-	s := ZNew(rdb, ZOptions{Namespace: testNamespace(t), TagPerKey: true})
+	s := New(rdb, Options{Namespace: testNamespace(t), TagPerKey: true})
 	tenant := func(i int) []store.Bucket {
 		return []store.Bucket{{Key: "acct:" + hashKey(string(rune('a'+i))), Rule: "acct", Interval: time.Hour, Burst: 5, Cost: 1}}
 	}
