@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttlekit/throttle/internal/outage"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 )
@@ -32,9 +33,9 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live := func(tr *Transport) int64 { return tr.store.(*outageStore).fleet() }
+	live := func(tr *Transport) int64 { return tr.store.(*outage.Store).Primary().(*redisstore.Store).FleetSize() }
 	counted := func(tr *Transport) int64 {
-		return tr.store.(*outageStore).primary.(*redisstore.Store).Counted()
+		return tr.store.(*outage.Store).Primary().(*redisstore.Store).Counted()
 	}
 
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {

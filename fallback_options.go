@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/throttlekit/throttle/internal/outage"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -17,7 +18,7 @@ const (
 	// well under a millisecond, so 50 ms is far above a healthy call's
 	// latency and still short enough that a request hitting an outage
 	// loses little time before it falls back.
-	DefaultRedisTimeout = 50 * time.Millisecond
+	DefaultRedisTimeout = outage.DefaultTimeout
 
 	// DefaultFleetSize is the number of replicas a Transport assumes it
 	// shares each rule with, in ModeFallback, until its first heartbeat has
@@ -26,24 +27,6 @@ const (
 	// fleets of up to ten replicas, which is most of them; larger fleets
 	// should set [WithFleetShare].
 	DefaultFleetSize = store.DefaultFleetSize
-
-	// probeEvery is the breaker's half-open probe interval: while Redis is
-	// unreachable, one request in this interval tries it. Short enough that
-	// the fleet is back on the shared bucket well within 2 s of Redis
-	// answering again (a probe can fail on a connection the restart broke,
-	// and the next one comes 250 ms later); long enough that a stalled Redis
-	// costs only one request in this interval its timeout.
-	probeEvery = 250 * time.Millisecond
-
-	// returnGrace is how long after its return to the shared bucket a
-	// replica in ModeFallback still also respects its local share bucket.
-	// The replicas of a fleet return one by one, each at its own probe
-	// after go-redis's next redial (at most once a second), so the last is
-	// back about 1 s + probeEvery after the first; until then those still
-	// local spend their share outside Redis's count, and those back must
-	// not spend the whole shared rate on top. 2 s covers that spread with
-	// margin, and costs little: for 2 s a replica gets at most its share.
-	returnGrace = 2 * time.Second
 )
 
 // WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)
@@ -128,7 +111,7 @@ func newRedisOutageStore(cfg *config) (store.Store, error) {
 }
 
 // redisOutageStore builds the outage store over a new Redis store set by st.
-func redisOutageStore(st redisSettings, c Clock) *outageStore {
+func redisOutageStore(st redisSettings, c Clock) *outage.Store {
 	os := st.outage.withDefaults()
 	timeout := store.NewTimeout(os.timeout)
 	// A client that applies context deadlines to its sockets keeps the
@@ -139,12 +122,26 @@ func redisOutageStore(st redisSettings, c Clock) *outageStore {
 	// back outside the batcher) keep the outage store's guard.
 	guard := !honoursDeadlines(st.rdb)
 	rs := redisstore.New(st.rdb, redisstore.Options{Namespace: st.namespace, TagPerKey: st.tagPerKey, Beat: c, Timeout: timeout, Guard: guard, NowMicros: st.nowMicros})
-	return newOutageStore(rs, os, c, outageWiring{
-		fleet:       rs.FleetSize,
-		guard:       guard,
-		reserveKept: !rs.Split(),
-		timeout:     timeout,
+	return outage.New(rs, c, outage.Options{
+		Mode:        outage.Mode(os.mode),
+		Share:       os.share,
+		OnChange:    modeChanges(os.onChange),
+		Timeout:     timeout,
+		Fleet:       rs.FleetSize,
+		Guard:       guard,
+		ReserveKept: !rs.Split(),
 	})
+}
+
+// modeChanges turns the outage store's reports of its changes into the
+// user's [ModeChange]s for fn, or returns nil when fn is nil.
+func modeChanges(fn func(ModeChange)) func(outage.Change) {
+	if fn == nil {
+		return nil
+	}
+	return func(c outage.Change) {
+		fn(ModeChange{From: Mode(c.From), To: Mode(c.To), At: c.At, Err: c.Err})
+	}
 }
 
 // withDefaults fills in the defaults of the settings left zero.
@@ -169,43 +166,4 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
-}
-
-// outageWiring is what an outage store learns from the store it wraps.
-type outageWiring struct {
-	// fleet returns the live replicas counted by the heartbeat (0 before
-	// the first); nil when there is none.
-	fleet func() int64
-	// guard says whether each Redis call needs a goroutine to keep its
-	// timeout (the client ignores context deadlines); reserveKept, that
-	// the primary keeps its reserve calls within their context's deadline
-	// by itself whatever the client (the Redis store's batcher, unless
-	// requests split), so they need none.
-	guard, reserveKept bool
-	// timeout is the bound of the calls, shared with the primary; nil
-	// means a new one from the settings.
-	timeout *store.Timeout
-}
-
-// newOutageStore wraps primary (the Redis store, or a test's stand-in)
-// with the outage behaviour set by os.
-func newOutageStore(primary store.Store, os outageSettings, c Clock, w outageWiring) *outageStore {
-	os = os.withDefaults()
-	if w.timeout == nil {
-		w.timeout = store.NewTimeout(os.timeout)
-	}
-	n := &notifier{fn: os.onChange}
-	return &outageStore{
-		primary:      primary,
-		clock:        c,
-		timeout:      w.timeout,
-		guard:        w.guard,
-		reserveGuard: w.guard && !w.reserveKept,
-		outage:       os.mode,
-		brk:          newBreaker(probeEvery, os.mode, n),
-		local:        newLocalBuckets(c.Now()),
-		fleet:        w.fleet,
-		share:        os.share,
-		assumed:      DefaultFleetSize,
-	}
 }

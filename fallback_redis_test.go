@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/throttlekit/throttle/internal/outage"
+	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -113,7 +115,7 @@ func TestOutageKillAndRestart(t *testing.T) {
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		settled := true
 		for _, tr := range trs {
-			settled = settled && tr.Mode() == ModeShared && tr.store.(*outageStore).fleet() == replicas
+			settled = settled && tr.Mode() == ModeShared && tr.store.(*outage.Store).Primary().(*redisstore.Store).FleetSize() == replicas
 		}
 		if settled {
 			break
@@ -197,7 +199,7 @@ type storeWaits struct {
 
 // storeWaitsFor runs reserves on f for d, one at a time, and measures how
 // long each spent in the store against bound.
-func storeWaitsFor(t *testing.T, f *outageStore, d, bound time.Duration) storeWaits {
+func storeWaitsFor(t *testing.T, f *outage.Store, d, bound time.Duration) storeWaits {
 	t.Helper()
 	stalls := watchStalls(t)
 	defer stalls.stop()
@@ -314,9 +316,9 @@ func TestOutageStallAndLatency(t *testing.T) {
 			tr := mustNew(t, http.DefaultTransport, WithRedis(rdb), WithNamespace(testNamespace(t)),
 				WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 1000}}),
 				WithRedisTimeout(timeout))
-			f := tr.store.(*outageStore)
-			if f.guard == tc.ctxAware {
-				t.Fatalf("guard = %v for ContextTimeoutEnabled = %v", f.guard, tc.ctxAware)
+			f := tr.store.(*outage.Store)
+			if f.Guarded() == tc.ctxAware {
+				t.Fatalf("guard = %v for ContextTimeoutEnabled = %v", f.Guarded(), tc.ctxAware)
 			}
 			bound := timeout + 10*time.Millisecond
 			// The first calls dial through the proxy and load the script,
@@ -332,8 +334,8 @@ func TestOutageStallAndLatency(t *testing.T) {
 			if w.unexcused > 0 {
 				t.Errorf("%d reserves waited up to %v on a stalled Redis, want ≤ %v", w.unexcused, w.worstUnexcused, bound)
 			}
-			if f.mode() != ModeFallback {
-				t.Errorf("mode during the stall = %v", f.mode())
+			if Mode(f.Mode()) != ModeFallback {
+				t.Errorf("mode during the stall = %v", Mode(f.Mode()))
 			}
 			waitMode(t, f, ModeShared)
 
@@ -351,18 +353,18 @@ func TestOutageStallAndLatency(t *testing.T) {
 }
 
 // waitMode drives reserves until f reaches mode m, for up to 5 s.
-func waitMode(t *testing.T, f *outageStore, m Mode) {
+func waitMode(t *testing.T, f *outage.Store, m Mode) {
 	t.Helper()
 	b := []store.Bucket{{Key: "wait", Rule: "wait", Interval: time.Millisecond, Burst: 1000, Cost: 1}}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if _, err := f.Reserve(context.Background(), b, time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if f.mode() == m {
+		if Mode(f.Mode()) == m {
 			return
 		}
 	}
-	t.Fatalf("mode %v after 5 s, want %v", f.mode(), m)
+	t.Fatalf("mode %v after 5 s, want %v", Mode(f.Mode()), m)
 }
 
 func TestOutageFailOpenAndClosed(t *testing.T) {
@@ -442,8 +444,8 @@ func TestOutageOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := tr.store.(*outageStore)
-	if f.timeout.Warm() != DefaultRedisTimeout || f.share != 0.25 || f.outage != ModeFailOpen || tr.Mode() != ModeShared {
+	f := tr.store.(*outage.Store)
+	if o := f.Options(); o.Timeout.Warm() != DefaultRedisTimeout || o.Share != 0.25 || o.Mode != outage.FailOpen || tr.Mode() != ModeShared {
 		t.Fatalf("store %+v", f)
 	}
 }
@@ -481,9 +483,17 @@ func BenchmarkRedisFallback(b *testing.B) {
 					b.Fatalf("reserve: %+v, %v", r, err)
 				}
 			}
-			if m := f.mode(); m != ModeShared {
+			if m := Mode(f.Mode()); m != ModeShared {
 				b.Fatalf("mode %v after the run", m)
 			}
 		})
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/outage"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
@@ -344,10 +345,10 @@ func TestRedisNamespaces(t *testing.T) {
 	if _, ok := tr.store.(*localStore); !ok {
 		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
 	}
-	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outageStore)
+	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outage.Store)
 	rs, ok := (*redisstore.Store)(nil), false
 	if fs != nil {
-		rs, ok = fs.primary.(*redisstore.Store)
+		rs, ok = fs.Primary().(*redisstore.Store)
 	}
 	if !ok || rs.Namespace() != DefaultNamespace {
 		t.Errorf("default store %#v, want a Redis store in namespace %s", rs, DefaultNamespace)

@@ -2,10 +2,12 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/outage"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -30,15 +32,13 @@ func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock
 				nowMicros: func() int64 { return clk.Now().UnixMicro() }}, clk)
 		},
 		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
-			primary := &flakyStore{inner: newLocalStore(clk), failing: true}
-			os := defaultOutageSettings()
-			os.share = 1 // the local buckets run the whole rule
-			f := newOutageStore(primary, os, clk, outageWiring{})
+			// the local buckets run the whole rule
+			f := outage.New(downStore{}, clk, outage.Options{Share: 1})
 			if _, err := f.Reserve(context.Background(), []store.Bucket{{Key: "trip", Rule: "trip", Interval: time.Millisecond, Burst: 1, Cost: 1}}, 0); err != nil {
 				t.Fatal(err)
 			}
-			if f.mode() != ModeFallback {
-				t.Fatalf("mode %v, want fallback", f.mode())
+			if Mode(f.Mode()) != ModeFallback {
+				t.Fatalf("mode %v, want fallback", Mode(f.Mode()))
 			}
 			return f
 		},
@@ -127,7 +127,7 @@ func TestReservationUndo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					clk := fakeclock.New(fbEpoch)
+					clk := fakeclock.New(undoEpoch)
 					s := mk(t, clk)
 					book := func() store.Reservation {
 						t.Helper()
@@ -151,4 +151,23 @@ func mustCancel(t *testing.T, r *store.Reservation) {
 	if err := r.Cancel(context.Background()); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
+}
+
+// undoEpoch is the fake clocks' start.
+var undoEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// errDown is the error of every call to downStore.
+var errDown = errors.New("down: connection refused")
+
+// downStore is a shared store that never answers: the outage store around
+// it serves every request from its local buckets.
+type downStore struct{}
+
+func (downStore) Reserve(context.Context, []store.Bucket, time.Duration) (store.Reservation, error) {
+	return store.Reservation{}, errDown
+}
+func (downStore) Pause(context.Context, []store.Bucket, time.Duration) error { return errDown }
+func (downStore) Limit(context.Context, store.Bucket, store.Cap) error       { return errDown }
+func (downStore) Held(context.Context, []store.Bucket) (time.Duration, error) {
+	return 0, errDown
 }

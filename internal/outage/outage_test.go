@@ -1,4 +1,4 @@
-package throttle
+package outage
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 var errFlaky = errors.New("flaky: connection refused")
 
 // flakyStore is a store whose health the test controls: healthy, it
-// delegates to a localStore (and records each call's costs); failing, it
+// delegates to a gcraStore (gcra_test.go) (and records each call's costs); failing, it
 // returns errFlaky; stalled, it blocks until the call's context ends (or,
 // with ignoreCtx, until the test unstalls it), like a SIGSTOPped Redis.
 type flakyStore struct {
-	inner *localStore
+	inner *gcraStore
 
 	mu        sync.Mutex
 	failing   bool
@@ -111,15 +111,15 @@ func fbBucket(key string) store.Bucket {
 type fbHarness struct {
 	clk     *fakeclock.Clock
 	primary *flakyStore
-	f       *outageStore
-	changes chan ModeChange
+	f       *Store
+	changes chan Change
 }
 
 func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarness {
 	t.Helper()
-	h := &fbHarness{clk: fakeclock.New(fbEpoch), changes: make(chan ModeChange, 16)}
-	h.primary = &flakyStore{inner: newLocalStore(h.clk)}
-	os.onChange = func(c ModeChange) { h.changes <- c }
+	h := &fbHarness{clk: fakeclock.New(fbEpoch), changes: make(chan Change, 16)}
+	h.primary = &flakyStore{inner: newGCRAStore(h.clk)}
+	os.onChange = func(c Change) { h.changes <- c }
 	h.f = newOutageStore(h.primary, os, h.clk, outageWiring{fleet: fleet})
 	return h
 }
@@ -133,22 +133,22 @@ func (h *fbHarness) reserve(t *testing.T, bs ...store.Bucket) store.Reservation 
 	return r
 }
 
-func (h *fbHarness) change(t *testing.T) ModeChange {
+func (h *fbHarness) change(t *testing.T) Change {
 	t.Helper()
 	select {
 	case c := <-h.changes:
 		return c
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no mode change reported")
-		return ModeChange{}
+		return Change{}
 	}
 }
 
 func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
 	h := newFBHarness(t, defaultOutageSettings(), nil)
 	b := fbBucket("a")
-	if r := h.reserve(t, b); !r.OK || h.f.mode() != ModeShared {
-		t.Fatalf("healthy: ok=%v mode=%v, want shared", r.OK, h.f.mode())
+	if r := h.reserve(t, b); !r.OK || h.f.Mode() != Shared {
+		t.Fatalf("healthy: ok=%v mode=%v, want shared", r.OK, h.f.Mode())
 	}
 
 	h.primary.set(true)
@@ -157,7 +157,7 @@ func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
 		t.Fatalf("first failing request: %+v, want ok at once from the local bucket", r)
 	}
 	c := h.change(t)
-	if c.From != ModeShared || c.To != ModeFallback || !errors.Is(c.Err, errFlaky) || !c.At.Equal(fbEpoch) {
+	if c.From != Shared || c.To != Fallback || !errors.Is(c.Err, errFlaky) || !c.At.Equal(fbEpoch) {
 		t.Fatalf("change = %+v, want shared → fallback at %v caused by errFlaky", c, fbEpoch)
 	}
 	calls := h.primary.callCount()
@@ -181,10 +181,10 @@ func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
 	h.primary.set(false)
 	h.clk.Advance(probeEvery)
 	h.reserve(t, b)
-	if h.f.mode() != ModeShared {
-		t.Fatalf("mode after a successful probe = %v, want shared", h.f.mode())
+	if h.f.Mode() != Shared {
+		t.Fatalf("mode after a successful probe = %v, want shared", h.f.Mode())
 	}
-	if c := h.change(t); c.From != ModeFallback || c.To != ModeShared || c.Err != nil {
+	if c := h.change(t); c.From != Fallback || c.To != Shared || c.Err != nil {
 		t.Fatalf("change = %+v, want fallback → shared", c)
 	}
 }
@@ -195,19 +195,19 @@ func TestFallbackOutageModes(t *testing.T) {
 		mode  Mode
 		check func(t *testing.T, r store.Reservation, err error)
 	}{
-		{"fallback", ModeFallback, func(t *testing.T, r store.Reservation, err error) {
+		{"fallback", Fallback, func(t *testing.T, r store.Reservation, err error) {
 			if err != nil || !r.OK {
 				t.Fatalf("got %+v, %v; want a local booking", r, err)
 			}
 		}},
-		{"fail open", ModeFailOpen, func(t *testing.T, r store.Reservation, err error) {
+		{"fail open", FailOpen, func(t *testing.T, r store.Reservation, err error) {
 			if err != nil || !r.OK || r.Wait != 0 {
 				t.Fatalf("got %+v, %v; want ok at once", r, err)
 			}
 		}},
-		{"fail closed", ModeFailClosed, func(t *testing.T, r store.Reservation, err error) {
-			if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errFlaky) {
-				t.Fatalf("got %v, want ErrStoreUnavailable wrapping the cause", err)
+		{"fail closed", FailClosed, func(t *testing.T, r store.Reservation, err error) {
+			if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, errFlaky) {
+				t.Fatalf("got %v, want store.ErrUnavailable wrapping the cause", err)
 			}
 		}},
 	} {
@@ -221,12 +221,12 @@ func TestFallbackOutageModes(t *testing.T) {
 			// alike; fail open never runs out of a burst.
 			for range 20 {
 				r, err := h.f.Reserve(context.Background(), []store.Bucket{b}, 0)
-				if tc.mode == ModeFallback && err == nil && !r.OK {
+				if tc.mode == Fallback && err == nil && !r.OK {
 					break // the local burst is spent; not a failure
 				}
 				tc.check(t, r, err)
 			}
-			if got := h.f.mode(); got != tc.mode {
+			if got := h.f.Mode(); got != tc.mode {
 				t.Fatalf("mode = %v, want %v", got, tc.mode)
 			}
 			if c := h.change(t); c.To != tc.mode {
@@ -244,7 +244,7 @@ func TestFallbackShare(t *testing.T) {
 		wantBurst int   // of a rule with burst 8
 		wantGap   time.Duration
 	}{
-		{"no heartbeat yet: assumed fleet", 0, 0, 1, 10 * time.Millisecond * DefaultFleetSize},
+		{"no heartbeat yet: assumed fleet", 0, 0, 1, 10 * time.Millisecond * store.DefaultFleetSize},
 		{"counted fleet of 4", 0, 4, 2, 40 * time.Millisecond},
 		{"counted fleet of 1", 0, 1, 8, 10 * time.Millisecond},
 		{"explicit share wins", 0.5, 4, 4, 20 * time.Millisecond},
@@ -276,8 +276,8 @@ func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
 	h.reserve(t, b) // 2 of the local burst of 4 spent
 	h.primary.set(false)
 	h.clk.Advance(probeEvery)
-	if r := h.reserve(t, b); !r.OK || h.f.mode() != ModeShared {
-		t.Fatalf("probe: %+v, mode %v", r, h.f.mode())
+	if r := h.reserve(t, b); !r.OK || h.f.Mode() != Shared {
+		t.Fatalf("probe: %+v, mode %v", r, h.f.Mode())
 	}
 	h.reserve(t, b)
 	h.primary.mu.Lock()
@@ -360,8 +360,8 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		// Without the grace, this replica alone would take the shared
 		// 100/s while the other three still spend 25/s each locally.
 		n := h.departures(t, b, returnGrace)
-		if h.f.mode() != ModeShared {
-			t.Fatalf("mode %v, want shared", h.f.mode())
+		if h.f.Mode() != Shared {
+			t.Fatalf("mode %v, want shared", h.f.Mode())
 		}
 		if limit := 25*int(returnGrace/time.Second) + 2; n > limit {
 			t.Fatalf("%d departures in the %v grace period, want ≤ %d (25/s and the local burst 2)", n, returnGrace, limit)
@@ -440,7 +440,7 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 	})
 	t.Run("fail-open mode has no grace period", func(t *testing.T) {
 		os := defaultOutageSettings()
-		os.mode = ModeFailOpen
+		os.mode = FailOpen
 		h := newFBHarness(t, os, func() int64 { return 4 })
 		b := fbBucket("a")
 		h.primary.set(true)
@@ -529,8 +529,8 @@ func TestFallbackCallerCancelDoesNotTrip(t *testing.T) {
 	if _, err := h.f.Reserve(ctx, []store.Bucket{fbBucket("a")}, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if h.f.mode() != ModeShared {
-		t.Fatalf("mode = %v after the caller gave up, want shared", h.f.mode())
+	if h.f.Mode() != Shared {
+		t.Fatalf("mode = %v after the caller gave up, want shared", h.f.Mode())
 	}
 }
 
@@ -545,7 +545,7 @@ func TestFallbackTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := fakeclock.New(fbEpoch)
-			primary := &flakyStore{inner: newLocalStore(clk), ignoreCtx: tc.ignoreCtx}
+			primary := &flakyStore{inner: newGCRAStore(clk), ignoreCtx: tc.ignoreCtx}
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
 			f := newOutageStore(primary, os, clk, outageWiring{guard: tc.guard})
@@ -574,8 +574,8 @@ func TestFallbackTimeout(t *testing.T) {
 			if took > os.timeout+500*time.Millisecond {
 				t.Fatalf("a stalled store held the request %v (timeout %v)", took, os.timeout)
 			}
-			if f.mode() != ModeFallback {
-				t.Fatalf("mode = %v, want fallback", f.mode())
+			if f.Mode() != Fallback {
+				t.Fatalf("mode = %v, want fallback", f.Mode())
 			}
 			f.brk.mu.Lock()
 			cause := f.brk.cause
@@ -589,13 +589,13 @@ func TestFallbackTimeout(t *testing.T) {
 
 func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
-	primary := &flakyStore{inner: newLocalStore(clk), failing: true}
+	primary := &flakyStore{inner: newGCRAStore(clk), failing: true}
 	got := make(chan Mode, 1)
-	var f *outageStore
+	var f *Store
 	os := defaultOutageSettings()
-	os.onChange = func(c ModeChange) {
+	os.onChange = func(c Change) {
 		// Would deadlock if called under the breaker's lock.
-		got <- f.mode()
+		got <- f.Mode()
 	}
 	f = newOutageStore(primary, os, clk, outageWiring{})
 	if _, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("a")}, time.Hour); err != nil {
@@ -603,18 +603,11 @@ func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 	}
 	select {
 	case m := <-got:
-		if m != ModeFallback {
+		if m != Fallback {
 			t.Fatalf("mode read in the callback = %v", m)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("callback never ran (deadlock?)")
-	}
-}
-
-func TestTransportModeWithoutRedis(t *testing.T) {
-	tr := NewTransport(nil)
-	if m := tr.Mode(); m != ModeLocal {
-		t.Fatalf("Mode() = %v, want local", m)
 	}
 }
 
@@ -646,4 +639,38 @@ func TestFallbackClockStepsBack(t *testing.T) {
 	if r := h.reserve(t, b); r.Wait != time.Second+80*time.Millisecond {
 		t.Fatalf("after the clock stepped back 1s, wait = %v, want 1.08s", r.Wait)
 	}
+}
+
+// outageSettings are the outage options a test sets, as the root's
+// options do (the root's outageSettings).
+type outageSettings struct {
+	timeout  time.Duration
+	mode     Mode
+	share    float64
+	onChange func(Change)
+}
+
+func defaultOutageSettings() outageSettings {
+	return outageSettings{timeout: DefaultTimeout, mode: Fallback}
+}
+
+// outageWiring is what the root's wiring tells the outage store of the
+// store it wraps.
+type outageWiring struct {
+	fleet              func() int64
+	guard, reserveKept bool
+	timeout            *store.Timeout
+}
+
+// newOutageStore wraps primary as the root's wiring does, with the
+// settings' defaults filled in.
+func newOutageStore(primary store.Store, os outageSettings, c Clock, w outageWiring) *Store {
+	if os.timeout <= 0 {
+		os.timeout = DefaultTimeout
+	}
+	if w.timeout == nil {
+		w.timeout = store.NewTimeout(os.timeout)
+	}
+	return New(primary, c, Options{Mode: os.mode, Share: os.share, OnChange: os.onChange,
+		Timeout: w.timeout, Fleet: w.fleet, Guard: w.guard, ReserveKept: w.reserveKept})
 }

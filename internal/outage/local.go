@@ -1,4 +1,4 @@
-package throttle
+package outage
 
 import (
 	"math"
@@ -13,12 +13,12 @@ import (
 )
 
 // localBuckets are the token buckets a replica runs while Redis is
-// unreachable (ModeFallback): one golang.org/x/time/rate Limiter per bucket
+// unreachable (Fallback): one golang.org/x/time/rate Limiter per bucket
 // key, sized to this replica's share of the rule. They keep the store
 // contract as the other stores do: a request is booked in all its buckets
 // or none, a waiting request's tokens go back when it gives up, and a pause
 // holds the buckets shut, then lets them refill from empty. Idle limiters
-// (full again) are dropped by sweeps, like localStore's buckets. It is safe
+// (full again) are dropped by sweeps, like the root's local store's buckets. It is safe
 // for concurrent use; one mutex guards everything, and nothing sleeps or
 // calls out under it.
 type localBuckets struct {

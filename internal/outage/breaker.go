@@ -1,4 +1,4 @@
-package throttle
+package outage
 
 import (
 	"sync"
@@ -71,7 +71,7 @@ func (b *breaker) success(now time.Time, probe bool) (closed bool) {
 		return false
 	}
 	b.open, b.cause = false, nil
-	b.notify.push(ModeChange{From: b.outage, To: ModeShared, At: now})
+	b.notify.push(Change{From: b.outage, To: Shared, At: now})
 	return true
 }
 
@@ -103,7 +103,7 @@ func (b *breaker) failure(now time.Time, probe bool, err error) {
 	b.cause = err
 	if !b.open {
 		b.open = true
-		b.notify.push(ModeChange{From: ModeShared, To: b.outage, At: now, Err: err})
+		b.notify.push(Change{From: Shared, To: b.outage, At: now, Err: err})
 	}
 }
 
@@ -114,7 +114,7 @@ func (b *breaker) mode() Mode {
 	if b.open {
 		return b.outage
 	}
-	return ModeShared
+	return Shared
 }
 
 // notifier delivers mode changes to the user's callback in the order they
@@ -122,16 +122,16 @@ func (b *breaker) mode() Mode {
 // pending: no request ever waits for the callback, no lock is held while it
 // runs, and nothing is left running between outages.
 type notifier struct {
-	fn func(ModeChange) // nil: changes are dropped
+	fn func(Change) // nil: changes are dropped
 
 	mu      sync.Mutex
-	pending []ModeChange
+	pending []Change
 	running bool
 }
 
 // push queues c. It may be called under the caller's lock: it only appends,
 // and starts the delivering goroutine (which takes no lock of the caller's).
-func (n *notifier) push(c ModeChange) {
+func (n *notifier) push(c Change) {
 	if n == nil || n.fn == nil {
 		return
 	}

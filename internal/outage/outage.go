@@ -1,4 +1,4 @@
-package throttle
+package outage
 
 import (
 	"context"
@@ -11,70 +11,19 @@ import (
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// Mode is how a Transport decides when requests may go. The zero value is
-// ModeLocal, the mode of a Transport without [WithRedis].
-type Mode int
-
-const (
-	// ModeLocal: buckets live in this process only (no [WithRedis]).
-	ModeLocal Mode = iota
-	// ModeShared: buckets live in Redis, shared by the fleet.
-	ModeShared
-	// ModeFallback: Redis is unreachable; each rule runs in a local token
-	// bucket sized to this replica's share of the fleet. The default
-	// outage mode.
-	ModeFallback
-	// ModeFailOpen: Redis is unreachable; requests go at once, unthrottled.
-	ModeFailOpen
-	// ModeFailClosed: Redis is unreachable; requests fail with
-	// [ErrStoreUnavailable].
-	ModeFailClosed
-)
-
-func (m Mode) String() string {
-	switch m {
-	case ModeLocal:
-		return "local"
-	case ModeShared:
-		return "shared"
-	case ModeFallback:
-		return "fallback"
-	case ModeFailOpen:
-		return "fail-open"
-	case ModeFailClosed:
-		return "fail-closed"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
+// Clock tells the time: the Transport's clock. The root's Clock satisfies
+// it.
+type Clock interface {
+	Now() time.Time
 }
 
-// ModeChange reports a Transport switching modes: from [ModeShared] to its
-// outage mode when a Redis call fails or times out, and back when a probe
-// finds Redis answering again.
-type ModeChange struct {
-	From, To Mode
-	At       time.Time // by the Transport's clock
-	// Err is the failure that caused a switch to an outage mode; nil on the
-	// way back. It never holds a partition key: bucket keys are hashed.
-	Err error
-}
-
-// Mode returns the mode the Transport is in now: [ModeLocal] without
-// [WithRedis], otherwise [ModeShared] or the outage mode (see
-// [WithOutageMode]). It is safe for concurrent use; [WithOnModeChange]
-// reports each change as it happens.
-func (t *Transport) Mode() Mode {
-	if m, ok := t.store.(interface{ mode() Mode }); ok {
-		return m.mode()
-	}
-	return ModeLocal
-}
-
-// outageStore wraps the Redis store: it bounds every call with a short
-// timeout (redisTimeout), and when a call fails or times out it opens its
+// Store wraps the Redis store: it bounds every call with a short
+// timeout (store.Timeout), and when a call fails or times out it opens its
 // breaker and serves requests in the outage mode (local buckets, fail open
 // or fail closed) until a half-open probe finds Redis answering again. See
 // docs/OUTAGES.md. It is safe for concurrent use.
-type outageStore struct {
+type Store struct {
+	opts    Options // as made, defaults filled in (see Options)
 	primary store.Store
 	clock   Clock
 	timeout *store.Timeout
@@ -102,15 +51,17 @@ type outageStore struct {
 	assumed     int64   // fleet size assumed before any heartbeat
 }
 
-var _ store.Store = (*outageStore)(nil)
+var _ store.Store = (*Store)(nil)
 
-func (f *outageStore) mode() Mode { return f.brk.mode() }
+// Mode returns the mode s is in now: Shared, or its outage mode while the
+// breaker is open.
+func (f *Store) Mode() Mode { return f.brk.mode() }
 
 // callTimeout returns the bound of the next Redis call.
-func (f *outageStore) callTimeout() time.Duration { return f.timeout.Next() }
+func (f *Store) callTimeout() time.Duration { return f.timeout.Next() }
 
 // shareNow returns this replica's share of each rule during an outage.
-func (f *outageStore) shareNow() float64 {
+func (f *Store) shareNow() float64 {
 	if f.share > 0 {
 		return f.share
 	}
@@ -123,7 +74,7 @@ func (f *outageStore) shareNow() float64 {
 	return 1 / float64(max(n, 1))
 }
 
-func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
@@ -131,7 +82,7 @@ func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait ti
 		if err == nil {
 			f.timeout.MarkWarm()
 			done := f.clock.Now()
-			if f.brk.success(done, probe) && f.outage == ModeFallback {
+			if f.brk.success(done, probe) && f.outage == Fallback {
 				f.graceUntil.Store(done.Add(returnGrace).UnixNano())
 			}
 			var grace holdID
@@ -153,10 +104,10 @@ func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait ti
 		now = f.clock.Now()
 	}
 	switch f.outage {
-	case ModeFailOpen:
+	case FailOpen:
 		return store.Reservation{OK: true, Buckets: bs, Unreported: true}, nil
-	case ModeFailClosed:
-		return store.Reservation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
+	case FailClosed:
+		return store.Reservation{}, fmt.Errorf("%w: %w", store.ErrUnavailable, cause)
 	}
 	share := f.shareNow()
 	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
@@ -174,7 +125,7 @@ func (f *outageStore) Reserve(ctx context.Context, bs []store.Bucket, maxWait ti
 // its name there. A value: copies name the same booking, and cancelHold
 // finds it once.
 type localHold struct {
-	f  *outageStore
+	f  *Store
 	id holdID
 }
 
@@ -189,7 +140,7 @@ func (h localHold) Cancel(context.Context) error {
 // the request also booked during a grace period (grace, or 0), while it
 // lasts.
 type sharedBooking struct {
-	f      *outageStore
+	f      *Store
 	shared store.Undo
 	grace  holdID
 	done   atomic.Bool
@@ -219,7 +170,7 @@ func (u *sharedBooking) Cancel(ctx context.Context) error {
 
 // graceShare returns the share the grace period runs the local buckets
 // at: the outage's, unless the current one is smaller.
-func (f *outageStore) graceShare() float64 {
+func (f *Store) graceShare() float64 {
 	share := f.shareNow()
 	if s := math.Float64frombits(f.outageShare.Load()); s > 0 && s < share {
 		return s
@@ -242,7 +193,7 @@ func (f *outageStore) graceShare() float64 {
 // spent and has not earned back, as on the return, waiting slots
 // included, and drops the limiter. It returns r, and the name of the local
 // booking of a request that waits for it, or 0.
-func (f *outageStore) inGrace(now time.Time, until int64, r store.Reservation, maxWait time.Duration) (store.Reservation, holdID) {
+func (f *Store) inGrace(now time.Time, until int64, r store.Reservation, maxWait time.Duration) (store.Reservation, holdID) {
 	if now.UnixNano() >= until {
 		if f.graceUntil.CompareAndSwap(until, 0) {
 			f.local.unsettle(now)
@@ -268,7 +219,7 @@ func (f *outageStore) inGrace(now time.Time, until int64, r store.Reservation, m
 // then a second one from the shared bucket.
 //
 // A probe's or a grace period's settled limiters stay (see inGrace).
-func (f *outageStore) reserveShared(ctx context.Context, bs []store.Bucket, maxWait time.Duration, probe bool) (store.Reservation, error) {
+func (f *Store) reserveShared(ctx context.Context, bs []store.Bucket, maxWait time.Duration, probe bool) (store.Reservation, error) {
 	withDebt, debts := f.local.takeDebts(f.clock.Now(), bs)
 	if withDebt == nil {
 		withDebt = bs
@@ -296,7 +247,7 @@ func (f *outageStore) reserveShared(ctx context.Context, bs []store.Bucket, maxW
 // callReserve runs one reserve on Redis within the timeout. A reservation
 // that arrives after the caller gave up on it is cancelled, so an abandoned
 // call books nothing (unless the cancel itself fails).
-func (f *outageStore) callReserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	timeout := f.callTimeout()
 	if !f.reserveGuard {
 		// unguarded, not bounded: its call does not escape, so the
@@ -314,7 +265,7 @@ func (f *outageStore) callReserve(ctx context.Context, bs []store.Bucket, maxWai
 	})
 }
 
-func (f *outageStore) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
+func (f *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	if f.brk.closed() {
 		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.Pause(ctx, bs, d)
@@ -327,7 +278,7 @@ func (f *outageStore) Pause(ctx context.Context, bs []store.Bucket, d time.Durat
 		}
 		f.brk.failure(f.clock.Now(), false, err)
 	}
-	if f.outage == ModeFallback {
+	if f.outage == Fallback {
 		// The server's word holds for this replica's local buckets too.
 		f.local.pause(f.clock.Now(), bs, d, f.shareNow())
 	}
@@ -338,7 +289,7 @@ func (f *outageStore) Pause(ctx context.Context, bs []store.Bucket, d time.Durat
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *outageStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (f *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	if !f.brk.closed() {
 		return nil
 	}
@@ -353,7 +304,7 @@ func (f *outageStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) er
 
 // Held asks the shared buckets; during an outage this replica's own
 // pauses (listen) are all it knows, and they hold its waiters already.
-func (f *outageStore) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
+func (f *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {
 	if !f.brk.closed() {
 		return 0, nil
 	}
@@ -415,3 +366,92 @@ func bounded[T any](ctx context.Context, timeout time.Duration, guard bool, call
 		return zero, context.Cause(cctx)
 	}
 }
+
+// Timing of the breaker and of the return to the shared bucket (see
+// docs/OUTAGES.md).
+const (
+	// probeEvery is the breaker's half-open probe interval: while Redis is
+	// unreachable, one request in this interval tries it. Short enough that
+	// the fleet is back on the shared bucket well within 2 s of Redis
+	// answering again (a probe can fail on a connection the restart broke,
+	// and the next one comes 250 ms later); long enough that a stalled Redis
+	// costs only one request in this interval its timeout.
+	probeEvery = 250 * time.Millisecond
+
+	// returnGrace is how long after its return to the shared bucket a
+	// replica in Fallback still also respects its local share bucket.
+	// The replicas of a fleet return one by one, each at its own probe
+	// after go-redis's next redial (at most once a second), so the last is
+	// back about 1 s + probeEvery after the first; until then those still
+	// local spend their share outside Redis's count, and those back must
+	// not spend the whole shared rate on top. 2 s covers that spread with
+	// margin, and costs little: for 2 s a replica gets at most its share.
+	returnGrace = 2 * time.Second
+)
+
+// Options is what an outage store is made with: the outage options of the
+// Transport (WithOutageMode, WithFleetShare, WithOnModeChange) and what it
+// learns from the store it wraps.
+type Options struct {
+	// Mode is the outage mode: Fallback (also for the zero value Local),
+	// FailOpen or FailClosed.
+	Mode Mode
+	// Share is this replica's share of each rule in Fallback; 0 means one
+	// over the fleet size (Fleet, or store.DefaultFleetSize before it counts).
+	Share float64
+	// OnChange, if not nil, is told of every change of mode, on a
+	// goroutine of its own, in order.
+	OnChange func(Change)
+	// Timeout is the bound of the calls, shared with the primary; nil
+	// means store.NewTimeout(DefaultTimeout).
+	Timeout *store.Timeout
+	// Fleet returns the live replicas counted by the heartbeat (0 before
+	// the count settles); nil when there is none.
+	Fleet func() int64
+	// Guard says whether each Redis call needs a goroutine to keep its
+	// timeout (the client ignores context deadlines); ReserveKept, that
+	// the primary keeps its reserve calls within their context's deadline
+	// by itself whatever the client (the Redis store's batcher, unless
+	// requests split), so they need none.
+	Guard, ReserveKept bool
+}
+
+// DefaultTimeout is the bound of the calls when Options.Timeout is nil:
+// the root's DefaultRedisTimeout.
+const DefaultTimeout = 50 * time.Millisecond
+
+// New wraps primary (the Redis store, or a test's stand-in) with the outage
+// behaviour o sets, on clock c.
+func New(primary store.Store, c Clock, o Options) *Store {
+	if o.Mode == Local {
+		o.Mode = Fallback
+	}
+	if o.Timeout == nil {
+		o.Timeout = store.NewTimeout(DefaultTimeout)
+	}
+	n := &notifier{fn: o.OnChange}
+	return &Store{
+		opts:         o,
+		primary:      primary,
+		clock:        c,
+		timeout:      o.Timeout,
+		guard:        o.Guard,
+		reserveGuard: o.Guard && !o.ReserveKept,
+		outage:       o.Mode,
+		brk:          newBreaker(probeEvery, o.Mode, n),
+		local:        newLocalBuckets(c.Now()),
+		fleet:        o.Fleet,
+		share:        o.Share,
+		assumed:      store.DefaultFleetSize,
+	}
+}
+
+// Options returns the options s was made with, defaults filled in.
+func (f *Store) Options() Options { return f.opts }
+
+// Primary returns the store s wraps.
+func (f *Store) Primary() store.Store { return f.primary }
+
+// Guarded reports whether s runs each call to the primary on a goroutine
+// of its own (Options.Guard).
+func (f *Store) Guarded() bool { return f.guard }
