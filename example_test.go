@@ -133,25 +133,3 @@ func ExampleWaitError() {
 	// beyond deadline: true
 	// deadline exceeded: true
 }
-
-func ExampleLeakyBucket() {
-	// Ten requests a second, three at once.
-	b, err := throttle.NewLeakyBucket(throttle.Limit{Rate: 10, Period: time.Second, Burst: 3})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 4 {
-		fmt.Printf("request %d allowed: %v\n", i+1, b.AllowN(now, 1))
-	}
-	// ReserveN books the next slot and says how long to wait for it.
-	wait, ok := b.ReserveN(now, 1, time.Second)
-	fmt.Println("reserved:", ok, "wait:", wait)
-	// Output:
-	// request 1 allowed: true
-	// request 2 allowed: true
-	// request 3 allowed: true
-	// request 4 allowed: false
-	// reserved: true wait: 100ms
-}
