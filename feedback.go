@@ -29,9 +29,9 @@ const maxQuotaWindow = 366 * 24 * time.Hour
 // that booked their slots before the pause book again after it
 // (waitQueue.hold). With the Redis store the pause's end is kept in the
 // buckets too, and every replica that books them before it ends learns of
-// it and holds its own waiters alike (reservation.held). A response that
+// it and holds its own waiters alike (store.Reservation.Held). A response that
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
-// at what the server leaves the fleet (store.limit).
+// at what the server leaves the fleet (store.Store.Limit).
 func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, resp *http.Response) header.Signal {
 	sig := t.signal(resp)
 	if len(bs) == 0 || t.noFeedback {

@@ -128,7 +128,7 @@ type quotaView struct {
 	sent   store.Cap
 	sentAt int64
 	// unsent is the units this process sent in the bucket and has not yet
-	// reported to the store (bucket.sent).
+	// reported to the store (store.Bucket.Sent).
 	unsent int64
 	// window is the shortest window a reading has needed, to which the
 	// ledger's samples are spaced (see span).
@@ -151,7 +151,7 @@ func newQuotaViews() *quotaViews { return &quotaViews{views: make(map[string]*qu
 
 // booking is what a request's reservation tells the model: when it departs
 // (Unix ns of the Transport's clock) and each bucket's count (see
-// reservation.counts; nil or 0 when not counted).
+// store.Reservation.Counts; nil or 0 when not counted).
 type booking struct {
 	depart int64
 	counts []int64
@@ -211,7 +211,7 @@ func (v *quotaViews) sweepLocked(now int64) {
 }
 
 // take moves the units sent and not yet reported in bs's buckets into
-// bs (bucket.sent), for the reservation about to be made at now.
+// bs (store.Bucket.Sent), for the reservation about to be made at now.
 func (v *quotaViews) take(bs []store.Bucket, now int64) {
 	if v.unsent.Load() == 0 {
 		return

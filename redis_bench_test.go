@@ -25,7 +25,7 @@ import (
 // Transport, with redis_rate's Allow and a raw EVALSHA of "return 1", the
 // floor of any one-round-trip-per-call design. The bucket never makes
 // anyone wait (a huge rate). With 64 goroutines the store's calls share
-// round trips and script calls (batch.go); the others make one of each per
+// round trips and script calls (internal/redisstore/batch.go); the others make one of each per
 // call. Run with:
 //
 //	go test -run '^$' -bench 'Redis' -benchmem -count 5 .

@@ -148,7 +148,7 @@ type compiledRule struct {
 	Rule
 	interval time.Duration // emission interval per unit of cost, after headroom
 	burst    int64
-	lateness time.Duration // see bucket.lateness
+	lateness time.Duration // see store.Bucket.Lateness
 	headroom float64
 }
 

@@ -209,7 +209,7 @@ func (t *Transport) buckets(r *http.Request) ([]store.Bucket, error) {
 // A request whose buckets disagree by more than a bucket's lateness
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
-// departs (see reservation.deferred).
+// departs (see store.Reservation.Deferred).
 func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (booking, error) {
 	if len(bs) == 0 {
 		return booking{}, nil
