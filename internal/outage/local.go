@@ -210,7 +210,7 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 		for left := bs[i].Cost; left > 0; {
 			n := min(left, int64(e.lim.Burst()))
 			r := e.lim.ReserveN(at, int(n))
-			d := store.WaitNever
+			d := waitNever
 			if r.OK() {
 				parts = append(parts, heldPart{r, at})
 				d = r.DelayFrom(now)
@@ -399,3 +399,8 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// waitNever is the wait of a slot no bucket can give (a cost above the
+// burst; a rate.Reservation that is not OK in the outage's local buckets):
+// longer than any maxWait.
+const waitNever = time.Duration(math.MaxInt64)

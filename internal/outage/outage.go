@@ -323,7 +323,7 @@ func unguarded[T any](ctx context.Context, timeout time.Duration, call func(cont
 	cctx, cancel := store.BoundContext(ctx, timeout)
 	defer cancel()
 	v, err := call(cctx)
-	return v, store.TimedOut(cctx, timeout, err)
+	return v, timedOut(cctx, timeout, err)
 }
 
 // bounded runs call with ctx bounded by timeout. With guard set, call runs
@@ -455,3 +455,12 @@ func (f *Store) Primary() store.Store { return f.primary }
 // Guarded reports whether s runs each call to the primary on a goroutine
 // of its own (Options.Guard).
 func (f *Store) Guarded() bool { return f.guard }
+
+// timedOut marks err as store.ErrTimeout when cctx, bounded by timeout
+// (store.BoundContext), ended for that reason.
+func timedOut(cctx context.Context, timeout time.Duration, err error) error {
+	if err != nil && context.Cause(cctx) == store.ErrTimeout {
+		return fmt.Errorf("%w after %v: %w", store.ErrTimeout, timeout, err)
+	}
+	return err
+}

@@ -581,7 +581,7 @@ func TestFallbackTimeout(t *testing.T) {
 			cause := f.brk.cause
 			f.brk.mu.Unlock()
 			if !errors.Is(cause, store.ErrTimeout) {
-				t.Fatalf("cause = %v, want errRedisTimeout", cause)
+				t.Fatalf("cause = %v, want store.ErrTimeout", cause)
 			}
 		})
 	}

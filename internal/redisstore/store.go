@@ -374,7 +374,7 @@ func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // failed wraps err, the failure of a call with cctx derived from ctx (see
-// call), as "throttle: redis <what>", marked as errRedisTimeout when the
+// call), as "throttle: redis <what>", marked as store.ErrTimeout when the
 // store's own bound ended it. go-redis sets the bound as the socket's
 // deadline, so its read may fail (i/o timeout) just before cctx is done:
 // a deadline passed counts too.

@@ -279,7 +279,7 @@ func TestRedisHeldReported(t *testing.T) {
 
 // TestRedisStoreTimeout: with Redis stopped (SIGSTOP), every call of the
 // Redis store returns within its timeout (WithRedisTimeout), marked as
-// errRedisTimeout, though the caller's context has no deadline. Reserve
+// store.ErrTimeout, though the caller's context has no deadline. Reserve
 // keeps it with a client that ignores deadlines too (the batcher's guard);
 // the other calls need a client that honours them (the outage store guards
 // them otherwise).
@@ -327,7 +327,7 @@ func TestRedisStoreTimeout(t *testing.T) {
 				}
 				took := time.Since(start)
 				if !errors.Is(err, store.ErrTimeout) {
-					t.Errorf("%s: err %v, want errRedisTimeout", op, err)
+					t.Errorf("%s: err %v, want store.ErrTimeout", op, err)
 				}
 				if took > bound {
 					t.Errorf("%s took %v against a stalled Redis, timeout %v", op, took, timeout)

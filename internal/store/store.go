@@ -238,8 +238,3 @@ func SatAdd(a, b int64) int64 {
 	}
 	return a + b
 }
-
-// WaitNever is the wait of a slot no bucket can give (a cost above the
-// burst; a rate.Reservation that is not OK in the outage's local buckets):
-// longer than any maxWait.
-const WaitNever = time.Duration(math.MaxInt64)

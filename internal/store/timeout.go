@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -61,16 +60,7 @@ func (t *Timeout) Next() time.Duration {
 }
 
 // BoundContext returns ctx bounded by timeout, its end marked as
-// errRedisTimeout (see timedOut).
+// ErrTimeout (the outage store's timedOut tells it from other ends).
 func BoundContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-}
-
-// TimedOut marks err as errRedisTimeout when cctx, bounded by timeout
-// (boundContext), ended for that reason.
-func TimedOut(cctx context.Context, timeout time.Duration, err error) error {
-	if err != nil && context.Cause(cctx) == ErrTimeout {
-		return fmt.Errorf("%w after %v: %w", ErrTimeout, timeout, err)
-	}
-	return err
 }
