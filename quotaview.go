@@ -105,9 +105,10 @@ type quotaViews struct {
 	// response, has then nothing to reset and takes no lock.
 	struck atomic.Int32
 	// unsent counts the views with units sent and not yet reported
-	// (quotaView.unsent > 0), and len the views, both read without mu for
-	// the same reason.
-	unsent, len atomic.Int32
+	// (quotaView.unsent > 0), counted the views whose bucket the store
+	// counted (quotaView.counted), and len the views, all read without mu
+	// for the same reason.
+	unsent, counted, len atomic.Int32
 }
 
 // quotaView is what this process knows of one bucket's quota at the server.
@@ -200,6 +201,9 @@ func (v *quotaViews) sweepLocked(now int64) {
 			if vw.unsent > 0 {
 				v.unsent.Add(-1)
 			}
+			if vw.counted {
+				v.counted.Add(-1)
+			}
 			delete(v.views, k)
 			v.len.Add(-1)
 		}
@@ -216,15 +220,15 @@ func (v *quotaViews) take(bs []bucket, now int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil {
-			vw.touched = now
+		vw := v.views[bs[i].key]
+		if vw == nil {
+			continue
 		}
-	}
-	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil && vw.unsent > 0 {
+		vw.touched = now
+		if vw.unsent > 0 {
 			bs[i].sent, vw.unsent = vw.unsent, 0
 			v.unsent.Add(-1)
-			if now := vw.touched; now > vw.unsentSince {
+			if now > vw.unsentSince {
 				vw.delay += reportDelayWeight * (float64(now-vw.unsentSince)/2 - vw.delay)
 			}
 		}
@@ -302,13 +306,18 @@ func (v *quotaViews) reportLocked(b *bucket, units, now int64) {
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
 func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
+	if r.held <= 0 && v.counted.Load() == 0 && !r.anyCounted() {
+		// Nothing counted, here or before, and no pause: nearly every
+		// reservation while no server reports a quota. No view changes.
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
 		c := r.count(i)
 		vw := v.views[bs[i].key]
 		if vw != nil {
-			vw.counted = c > 0
+			vw.setCounted(v, c > 0)
 		}
 		if c <= 0 && r.held <= 0 {
 			continue
@@ -316,7 +325,7 @@ func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
 		if vw == nil {
 			vw = v.viewLocked(bs[i].key, now)
 		}
-		vw.counted = c > 0
+		vw.setCounted(v, c > 0)
 		if c > 0 {
 			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
@@ -324,6 +333,27 @@ func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
 			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
 		}
 	}
+}
+
+// setCounted sets vw.counted, keeping v.counted. v.mu must be held.
+func (vw *quotaView) setCounted(v *quotaViews, counted bool) {
+	switch {
+	case counted && !vw.counted:
+		v.counted.Add(1)
+	case !counted && vw.counted:
+		v.counted.Add(-1)
+	}
+	vw.counted = counted
+}
+
+// anyCounted reports whether r counts any bucket (see reservation.counts).
+func (r *reservation) anyCounted() bool {
+	for _, c := range r.counts {
+		if c > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // paused records a pause of bs until until.

@@ -63,8 +63,10 @@ func (s *localStore) reserve(_ context.Context, bs []bucket, maxWait time.Durati
 		return r, nil
 	}
 	r.ok = true
-	r.prev = make([]int64, len(bs))
-	r.booked = make([]int64, len(bs))
+	// prev and booked share one allocation: it is most of what a booking
+	// costs beside the lock.
+	tats := make([]int64, 2*len(bs))
+	r.prev, r.booked = tats[:len(bs):len(bs)], tats[len(bs):]
 	if len(s.caps) > 0 {
 		r.counts = make([]int64, len(bs))
 	}

@@ -129,10 +129,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	start := t.clock.Now()
+	// start is when the first response came: listen reads the clock then,
+	// and the retries' elapsed time counts from it.
+	var start time.Time
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
-		sig := t.listen(ctx, bs, bk, resp)
+		sig, now := t.listen(ctx, bs, bk, resp)
+		if attempt == 1 {
+			start = now
+		}
 		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
@@ -143,7 +148,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return resp, nil
 			}
 		}
-		if t.clock.Now().Add(delay).Sub(start) > t.retry.MaxElapsed || beyondDeadline(ctx, t.clock.Now().Add(delay)) {
+		if at := t.clock.Now().Add(delay); at.Sub(start) > t.retry.MaxElapsed || beyondDeadline(ctx, at) {
 			return resp, nil
 		}
 		release(resp)
@@ -299,9 +304,11 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 	}
 	bk := booking{depart: now.Add(max(r.wait, 0)).UnixNano(), counts: r.counts}
 	t.views.booked(bs, &r, now.UnixNano())
+	// departed is when the request leaves: now, unless it waited.
+	departed := now
 	if r.wait > 0 {
 		if err := t.queue.enter(bs); err != nil {
-			t.giveBack(ctx, &r)
+			t.giveBack(ctx, r)
 			return booking{}, err
 		}
 		defer t.queue.leave(bs)
@@ -314,21 +321,23 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []bucket, mayBeLate bool
 			// last one booked: a late request then books again at the
 			// time it really leaves, which the bucket counts right, and
 			// only a slot with bookings behind it is lost.
-			t.giveBack(ctx, &r)
+			t.giveBack(ctx, r)
 			return booking{}, err
 		}
 		if err := t.checkHeld(ctx, bs); err != nil {
-			t.giveBack(ctx, &r)
+			t.giveBack(ctx, r)
 			return booking{}, err
 		}
+		departed = t.clock.Now()
 	}
 	if rest := r.deferred(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {
-			t.giveBack(ctx, &r)
+			t.giveBack(ctx, r)
 			return booking{}, err
 		}
+		departed = t.clock.Now()
 	}
-	t.views.departed(bs, t.clock.Now().UnixNano())
+	t.views.departed(bs, departed.UnixNano())
 	return bk, nil
 }
 
@@ -370,7 +379,7 @@ func (t *Transport) bookDeferred(ctx context.Context, rest []bucket) error {
 			return &WaitError{Rule: rest[r.limiter].rule, Wait: r.wait, Budget: budget, Err: reason}
 		}
 		if err := sleep(ctx, t.clock, r.wait); err != nil {
-			t.giveBack(ctx, &r)
+			t.giveBack(ctx, r)
 			return err
 		}
 		rest = r.deferred()
@@ -399,11 +408,13 @@ func lateness(bs []bucket) time.Duration {
 }
 
 // giveBack refunds a reservation that will not be used. The refund must run
-// even though ctx may be done, so it runs without ctx's cancellation.
-func (t *Transport) giveBack(ctx context.Context, r *reservation) {
+// even though ctx may be done, so it runs without ctx's cancellation. r comes
+// by value so that only this rare path moves a reservation to the heap (the
+// store's refund keeps its pointer), not every acquire.
+func (t *Transport) giveBack(ctx context.Context, r reservation) {
 	// A failed refund costs one slot and nothing else; there is no caller
 	// left to tell.
-	_ = t.store.refund(context.WithoutCancel(ctx), r)
+	_ = t.store.refund(context.WithoutCancel(ctx), &r)
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,
