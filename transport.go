@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -114,7 +115,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, t.err
 	}
-	bs, err := t.buckets(req)
+	var bs []bucket
+	if _, inProcess := t.store.(*localStore); inProcess {
+		p := bucketSlices.Get().(*[]bucket)
+		bs = (*p)[:0]
+		defer func() {
+			clear(bs)
+			*p = bs[:0]
+			bucketSlices.Put(p)
+		}()
+	}
+	bs, err := t.buckets(bs, req)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -207,14 +218,20 @@ func (s *backoffState) next(newBackOff func() backoff.BackOff) time.Duration {
 	return s.b.NextBackOff()
 }
 
-// buckets returns the buckets request r needs: one per matching rule.
-func (t *Transport) buckets(r *http.Request) ([]bucket, error) {
-	var bs []bucket
+// bucketSlices recycles the bucket slices of requests through the local
+// store, which keeps nothing of them once RoundTrip returns: it is one
+// allocation of the two such a request makes. The Redis store may keep
+// them (a call it gave up on at its timeout still runs with them, and
+// refunds the booking when the reply comes), so its requests get their own.
+var bucketSlices = sync.Pool{New: func() any { return new([]bucket) }}
+
+// buckets appends to bs the buckets request r needs: one per matching rule.
+func (t *Transport) buckets(bs []bucket, r *http.Request) ([]bucket, error) {
 	for i, c := range t.rules {
 		if !c.Match.matches(r) {
 			continue
 		}
-		if bs == nil {
+		if cap(bs) == 0 {
 			// Room for every rule left, so that a request matching several
 			// costs one allocation.
 			bs = make([]bucket, 0, len(t.rules)-i)
