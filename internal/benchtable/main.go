@@ -28,7 +28,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing to lose
 		in = f
 	}
 	r, err := parse(in)
@@ -36,7 +36,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r.print(os.Stdout)
+	if err := r.print(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// printer writes formatted lines and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, a ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, a...)
+	}
 }
 
 // results holds every value seen, by benchmark name (without the -GOMAXPROCS
@@ -91,11 +106,12 @@ func verdict(ok bool) string {
 	return "**not met**"
 }
 
-func (r results) print(w io.Writer) {
-	fmt.Fprintln(w, "Local: Transport.RoundTrip overhead (RoundTrip less its base) against rate.Limiter.Allow")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| variant | Allow ns | overhead ns | × Allow (≤ 2) | allocs beyond base (≤ 1) | runs | target |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
+func (r results) print(w io.Writer) error {
+	p := &printer{w: w}
+	p.f("Local: Transport.RoundTrip overhead (RoundTrip less its base) against rate.Limiter.Allow\n")
+	p.f("\n")
+	p.f("| variant | Allow ns | overhead ns | × Allow (≤ 2) | allocs beyond base (≤ 1) | runs | target |\n")
+	p.f("|---|---:|---:|---:|---:|---:|---|\n")
 	for _, mode := range []string{"serial", "parallel"} {
 		allow, _ := r.median("BenchmarkLocalAllow/rate.Limiter.Allow/"+mode, "ns/op")
 		base, _ := r.median("BenchmarkLocalTransport/base/"+mode, "ns/op")
@@ -112,15 +128,15 @@ func (r results) print(w io.Writer) {
 			if v == "RoundTrip" {
 				target = verdict(over <= 2*allow && extra <= 1)
 			}
-			fmt.Fprintf(w, "| %s %s | %.1f | %.1f | %.2f | %.0f | %d | %s |\n", v, mode, allow, over, over/allow, extra, n, target)
+			p.f("| %s %s | %.1f | %.1f | %.2f | %.0f | %d | %s |\n", v, mode, allow, over, over/allow, extra, n, target)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Redis: against redis_rate Allow, one private redis-server, interleaved phases")
-	fmt.Fprintln(w, "(throughput × > 1 is faster; CPU is client (getrusage) + server (INFO cpu) per call)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| variant | goroutines | µs/call | × redis_rate throughput | client+server CPU µs | × redis_rate CPU | allocs/op | runs | target |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	p.f("\n")
+	p.f("Redis: against redis_rate Allow, one private redis-server, interleaved phases\n")
+	p.f("(throughput × > 1 is faster; CPU is client (getrusage) + server (INFO cpu) per call)\n")
+	p.f("\n")
+	p.f("| variant | goroutines | µs/call | × redis_rate throughput | client+server CPU µs | × redis_rate CPU | allocs/op | runs | target |\n")
+	p.f("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, g := range []string{"1", "64"} {
 		name := "BenchmarkRedisInterleaved/goroutines=" + g
 		rrT, n := r.median(name, "µs/redis_rate-Allow")
@@ -143,9 +159,10 @@ func (r results) print(w io.Writer) {
 					target = verdict(ok) + " (≥ 2×, ≤ 8 allocs)"
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.2f | %.1f | %.2f | %.0f | %d | %s |\n", op, g, t, rrT/t, cpu, cpu/rrCPU, allocs, n, target)
+			p.f("| %s | %s | %.1f | %.2f | %.1f | %.2f | %.0f | %d | %s |\n", op, g, t, rrT/t, cpu, cpu/rrCPU, allocs, n, target)
 		}
 	}
+	return p.err
 }
 
 // cpu returns op's median client plus median server CPU per call.
