@@ -219,8 +219,8 @@ func (s *backoffState) next(newBackOff func() backoff.BackOff) time.Duration {
 }
 
 // bucketSlices recycles the bucket slices of requests through the local
-// store, which keeps nothing of them once RoundTrip returns: it is one
-// allocation of the two such a request makes. The Redis store may keep
+// store, which keeps nothing of them once RoundTrip returns: they were one
+// of the two allocations of such a request. The Redis store may keep
 // them (a call it gave up on at its timeout still runs with them, and
 // refunds the booking when the reply comes), so its requests get their own.
 var bucketSlices = sync.Pool{New: func() any { return new([]bucket) }}
