@@ -98,18 +98,26 @@ const (
 // quotaViews is this process's reading of the server's quotas: one view per
 // bucket key that a response has said something about. Safe for
 // concurrent use.
+//
+// Every request takes and reports its units (take, departed), whether or
+// not a server ever reported a quota, so those two take no lock: they find
+// the view in index, without mu, and count in its atomics (quotaView.unsent
+// and the fields beside it). Everything else is under mu.
 type quotaViews struct {
 	mu      sync.Mutex
 	views   map[string]*quotaView
 	sweptAt int64
+	// index holds views' entries (key → *quotaView) for the lookups
+	// without mu; views is the one that says which views exist.
+	index sync.Map
 	// struck counts the views with rejections in a row (strikes > 0), read
 	// without mu: a success that says nothing about limits, nearly every
 	// response, has then nothing to reset and takes no lock.
 	struck atomic.Int32
-	// unsent counts the views with units sent and not yet reported
-	// (quotaView.unsent > 0), and len the views, both read without mu for
-	// the same reason.
-	unsent, len atomic.Int32
+	// counted counts the views whose bucket the store counted
+	// (quotaView.counted), and len the views, both read without mu for the
+	// same reason.
+	counted, len atomic.Int32
 }
 
 // quotaView is what this process knows of one bucket's quota at the server.
@@ -127,23 +135,28 @@ type quotaView struct {
 	sent   capSpec
 	sentAt int64
 	// unsent is the units this process sent in the bucket and has not yet
-	// reported to the store (bucket.sent).
-	unsent int64
+	// reported to the store (bucket.sent); it and unsentSince, delay,
+	// counted and touched are atomics, read and written without mu by take
+	// and departed (counted written under mu only).
+	unsent atomic.Int64
 	// window is the shortest window a reading has needed, to which the
 	// ledger's samples are spaced (see span).
 	window time.Duration
 	// counted is whether the store counted the bucket at this process's
 	// last reservation of it.
-	counted bool
+	counted atomic.Bool
 	// unsentSince is when the oldest unreported unit left (Unix ns), and
 	// delay the mean time a unit waits to be reported (ns, smoothed over
-	// the reports, half of each report's oldest): a sample's count is of
-	// what was reported by then, which left about delay earlier, so the
-	// ledger dates it there (see booked).
-	unsentSince int64
-	delay       float64
-	// touched is the last time the view was used, for sweeps.
-	touched int64
+	// the reports, half of each report's oldest; a float64's bits): a
+	// sample's count is of what was reported by then, which left about
+	// delay earlier, so the ledger dates it there (see booked).
+	unsentSince atomic.Int64
+	delay       atomic.Uint64
+	// touched is the last time the view was used, for sweeps; swept is
+	// set once a sweep dropped the view, so that a departure that found it
+	// in index just before reports into the view that replaces it.
+	touched atomic.Int64
+	swept   atomic.Bool
 }
 
 func newQuotaViews() *quotaViews { return &quotaViews{views: make(map[string]*quotaView)} }
@@ -182,10 +195,19 @@ func (v *quotaViews) viewLocked(key string, now int64) *quotaView {
 		v.sweepLocked(now)
 		vw = &quotaView{}
 		v.views[key] = vw
+		v.index.Store(key, vw)
 		v.len.Add(1)
 	}
-	vw.touched = now
+	vw.touched.Store(now)
 	return vw
+}
+
+// lookup returns the view of key, or nil, without mu.
+func (v *quotaViews) lookup(key string) *quotaView {
+	if vw, ok := v.index.Load(key); ok {
+		return vw.(*quotaView)
+	}
+	return nil
 }
 
 // sweepLocked drops views unused for quotaViewIdleAfter, at most once per
@@ -195,16 +217,26 @@ func (v *quotaViews) sweepLocked(now int64) {
 		return
 	}
 	for k, vw := range v.views {
-		if now-vw.touched >= int64(quotaViewIdleAfter) {
-			if vw.strikes > 0 {
-				v.struck.Add(-1)
-			}
-			if vw.unsent > 0 {
-				v.unsent.Add(-1)
-			}
-			delete(v.views, k)
-			v.len.Add(-1)
+		if now-vw.touched.Load() < int64(quotaViewIdleAfter) {
+			continue
 		}
+		// A departure may have found vw in index and touched it since the
+		// first look; it looks at swept after touching, so one of the two
+		// sees the other (see departed).
+		vw.swept.Store(true)
+		if now-vw.touched.Load() < int64(quotaViewIdleAfter) {
+			vw.swept.Store(false)
+			continue
+		}
+		if vw.strikes > 0 {
+			v.struck.Add(-1)
+		}
+		if vw.counted.Load() {
+			v.counted.Add(-1)
+		}
+		delete(v.views, k)
+		v.index.Delete(k)
+		v.len.Add(-1)
 	}
 	v.sweptAt = now
 }
@@ -212,23 +244,57 @@ func (v *quotaViews) sweepLocked(now int64) {
 // take moves the units sent and not yet reported in bs's buckets into
 // bs (bucket.sent), for the reservation about to be made at now.
 func (v *quotaViews) take(bs []bucket, now int64) {
-	if v.unsent.Load() == 0 {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil {
-			vw.touched = now
+		vw := v.lookup(bs[i].key)
+		if vw == nil {
+			continue
+		}
+		vw.touched.Store(now)
+		// Load first: a Swap is a locked instruction, and a bucket with
+		// nothing to report needs none.
+		if vw.unsent.Load() == 0 {
+			continue
+		}
+		if u := vw.unsent.Swap(0); u > 0 {
+			bs[i].sent = u
+			if since := vw.unsentSince.Load(); now > since {
+				vw.addDelay(float64(now-since) / 2)
+			}
 		}
 	}
-	for i := range bs {
-		if vw := v.views[bs[i].key]; vw != nil && vw.unsent > 0 {
-			bs[i].sent, vw.unsent = vw.unsent, 0
-			v.unsent.Add(-1)
-			if now := vw.touched; now > vw.unsentSince {
-				vw.delay += reportDelayWeight * (float64(now-vw.unsentSince)/2 - vw.delay)
-			}
+}
+
+// addDelay moves the view's delay towards sample (ns) by reportDelayWeight.
+func (vw *quotaView) addDelay(sample float64) {
+	for {
+		old := vw.delay.Load()
+		d := math.Float64frombits(old)
+		if vw.delay.CompareAndSwap(old, math.Float64bits(d+reportDelayWeight*(sample-d))) {
+			return
+		}
+	}
+}
+
+// delayNs returns the view's delay (see quotaView.delay), in ns.
+func (vw *quotaView) delayNs() float64 { return math.Float64frombits(vw.delay.Load()) }
+
+// addUnsent adds units, sent at now, to what the view has to report, held
+// to at most limit (none when limit < 0).
+func (vw *quotaView) addUnsent(units, limit, now int64) {
+	for {
+		old := vw.unsent.Load()
+		n := old + units
+		if limit >= 0 {
+			n = min(n, limit)
+		}
+		if old == 0 {
+			// Before the units show, so that a take that sees them sees
+			// when they left; a lost race leaves a time about now, of
+			// units still to report.
+			vw.unsentSince.Store(now)
+		}
+		if vw.unsent.CompareAndSwap(old, n) {
+			return
 		}
 	}
 }
@@ -263,21 +329,43 @@ func (v *quotaViews) untake(bs []bucket, r *reservation, now int64) {
 // counts the bucket, what waits to be reported is held to a window of the
 // rule (quota.Rate and the burst): no more can have left in the window
 // the first reading looks back over.
+//
+// The view is found and counted in without mu (see quotaViews); only the
+// first departure of a bucket, or one that met a sweep of its view, locks.
 func (v *quotaViews) departed(bs []bucket, now int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	for i := range bs {
 		b := &bs[i]
-		vw := v.viewLocked(b.key, now)
-		if vw.unsent == 0 {
-			v.unsent.Add(1)
-			vw.unsentSince = now
+		vw := v.lookup(b.key)
+		if vw != nil {
+			vw.touched.Store(now)
+			vw.addUnsent(b.cost, departLimit(vw, b), now)
+			if !vw.swept.Load() {
+				continue
+			}
+			// Swept meanwhile: what it holds goes to the view that
+			// replaces it.
 		}
-		vw.unsent += b.cost
-		if !vw.counted {
-			vw.unsent = min(vw.unsent, int64(b.quota.Rate)+b.burst)
+		v.mu.Lock()
+		nv := v.viewLocked(b.key, now)
+		units := b.cost
+		if vw != nil && vw != nv {
+			units = vw.unsent.Swap(0)
 		}
+		if vw != nv {
+			nv.addUnsent(units, departLimit(nv, b), now)
+		}
+		v.mu.Unlock()
 	}
+}
+
+// departLimit returns the most a departure leaves vw to report for b: a
+// window of the rule until the store counts the bucket (see departed),
+// else no limit (-1).
+func departLimit(vw *quotaView, b *bucket) int64 {
+	if vw.counted.Load() {
+		return -1
+	}
+	return int64(b.quota.Rate) + b.burst
 }
 
 func (v *quotaViews) report(b *bucket, units, now int64) {
@@ -293,24 +381,25 @@ func (v *quotaViews) reportLocked(b *bucket, units, now int64) {
 	if vw == nil {
 		return
 	}
-	if vw.unsent == 0 {
-		v.unsent.Add(1)
-		vw.unsentSince = now
-	}
-	vw.unsent += units
+	vw.addUnsent(units, -1, now)
 }
 
 // booked records a reservation made at now: a counted bucket's count goes
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
 func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
+	if r.held <= 0 && v.counted.Load() == 0 && !r.anyCounted() {
+		// Nothing counted, here or before, and no pause: nearly every
+		// reservation while no server reports a quota. No view changes.
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
 		c := r.count(i)
 		vw := v.views[bs[i].key]
 		if vw != nil {
-			vw.counted = c > 0
+			vw.setCounted(v, c > 0)
 		}
 		if c <= 0 && r.held <= 0 {
 			continue
@@ -318,14 +407,34 @@ func (v *quotaViews) booked(bs []bucket, r *reservation, now int64) {
 		if vw == nil {
 			vw = v.viewLocked(bs[i].key, now)
 		}
-		vw.counted = c > 0
+		vw.setCounted(v, c > 0)
 		if c > 0 {
-			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
+			vw.ledger.add(now-int64(vw.delayNs()), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
 		if r.held > 0 {
 			vw.pausedUntil = max(vw.pausedUntil, satAdd(now, int64(r.held)))
 		}
 	}
+}
+
+// setCounted sets vw.counted, keeping v.counted. v.mu must be held.
+func (vw *quotaView) setCounted(v *quotaViews, counted bool) {
+	switch was := vw.counted.Swap(counted); {
+	case counted && !was:
+		v.counted.Add(1)
+	case !counted && was:
+		v.counted.Add(-1)
+	}
+}
+
+// anyCounted reports whether r counts any bucket (see reservation.counts).
+func (r *reservation) anyCounted() bool {
+	for _, c := range r.counts {
+		if c > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // paused records a pause of bs until until.
