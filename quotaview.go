@@ -554,8 +554,8 @@ func (v *quotaViews) pauseLocked(vws []*quotaView, sig header.Signal) time.Durat
 // the window w, under half what its rule allows there, is a refusal (a
 // pause, an outage of the server) rather than the sign of a full window:
 // it then says nothing of the room the window leaves.
-func refusal(own int64, w time.Duration, ruleRate float64) bool {
-	return float64(own) < ruleRate*w.Seconds()/2
+func refusal(own float64, w time.Duration, ruleRate float64) bool {
+	return own < ruleRate*w.Seconds()/2
 }
 
 // noWaitFor returns the pause after the strikes-th rejection in a row that
@@ -651,7 +651,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 			// costs nothing (an empty fixed window pauses the fleet until
 			// it refills), while the other way holds the fleet below the
 			// quota for the whole window.
-			room := float64(q.Remaining) - reserve - float64(since)
+			room := float64(q.Remaining) - reserve - since
 			in := max(q.Reset-resetRounding, q.Reset/2)
 			c = capSpec{rate: max(room, 0) / in.Seconds(), span: in}
 		} else {
@@ -664,7 +664,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 			// spend in it, and what exceeds the reserve (the noise of one
 			// reading against the ledger: whole requests, some in flight)
 			// counts at a whole window's worth.
-			others := max(float64(q.Limit-q.Remaining-own), 0)
+			others := max(float64(q.Limit-q.Remaining)-own, 0)
 			if covered < int64(w) && others > reserve {
 				others = reserve + (others-reserve)*float64(w)/float64(covered)
 			}
@@ -698,7 +698,7 @@ func (vw *quotaView) decide(b *bucket, depart int64, counted bool, sig header.Si
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
 		return capSpec{}, false, false
 	}
-	rate := max((float64(own)-b.headroom*float64(b.quota.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	rate := max((own-b.headroom*float64(b.quota.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
 		return countOnly, false, true
 	}
@@ -815,7 +815,7 @@ func (l *ledger) add(t, n, spacing int64) {
 // until one of them is back, so the newest sample may be well before t;
 // one older than w/maxStaleShare is too old to carry on (false), and so is
 // a ledger that does not reach back over w.
-func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
+func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
 	if l.len == 0 {
 		return 0, 0, false
 	}
@@ -838,7 +838,7 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	if end-w >= l.t[l.head] {
 		if t > end {
 			left, _ := l.at(t - w)
-			own = max(own+own*(t-end)/w-(left-a), 0)
+			own = max(own+own*float64(t-end)/float64(w)-(left-a), 0)
 		}
 		return own, w, true
 	}
@@ -848,7 +848,7 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	// little to carry on at all.
 	covered = end - l.t[l.head]
 	if covered >= w/maxStaleShare {
-		own += own * (t - end) / covered
+		own += own * float64(t-end) / float64(covered)
 	}
 	return own, max(covered, 1) + t - end, true
 }
@@ -865,25 +865,27 @@ const minCoveredShare = 8
 const maxStaleShare = 16
 
 // since returns the units sent after t, up to the newest sample.
-func (l *ledger) since(t int64) (int64, bool) {
+func (l *ledger) since(t int64) (float64, bool) {
 	a, ok := l.at(t)
 	if !ok {
 		return 0, false
 	}
-	return max(l.n[(l.head+l.len-1)%ledgerSize]-a, 0), true
+	return max(float64(l.n[(l.head+l.len-1)%ledgerSize])-a, 0), true
 }
 
 // at returns the count at t, interpolated between the samples around it
 // (the newest after them); false when t is before the oldest sample,
 // unless that sample was taken as the count began (its count at most
 // countStart): nothing was counted before, so the count at t is its start.
-func (l *ledger) at(t int64) (int64, bool) {
+// Counts come in fractions of a unit: rounding the ends of a window down
+// errs by up to a unit, which is the whole reserve of a quota of 20.
+func (l *ledger) at(t int64) (float64, bool) {
 	if l.len == 0 {
 		return 0, false
 	}
 	if t < l.t[l.head] {
 		if l.n[l.head] <= countStart {
-			return min(l.n[l.head], 1), true
+			return float64(min(l.n[l.head], 1)), true
 		}
 		return 0, false
 	}
@@ -893,11 +895,11 @@ func (l *ledger) at(t int64) (int64, bool) {
 		if l.t[i] > t {
 			span := l.t[i] - l.t[prev]
 			if span <= 0 {
-				return l.n[prev], true
+				return float64(l.n[prev]), true
 			}
-			return l.n[prev] + (l.n[i]-l.n[prev])*(t-l.t[prev])/span, true
+			return float64(l.n[prev]) + float64(l.n[i]-l.n[prev])*float64(t-l.t[prev])/float64(span), true
 		}
 		prev = i
 	}
-	return l.n[prev], true
+	return float64(l.n[prev]), true
 }
