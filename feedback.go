@@ -31,14 +31,19 @@ const maxQuotaWindow = 366 * 24 * time.Hour
 // buckets too, and every replica that books them before it ends learns of
 // it and holds its own waiters alike (store.Reservation.Held). A response that
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
-// at what the server leaves the fleet (store.Store.Limit).
-func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, resp *http.Response) header.Signal {
-	sig := t.signal(resp)
-	if len(bs) == 0 || t.noFeedback {
-		return sig
-	}
+// at what the server leaves the fleet (store.Store.Limit). It returns the signal
+// and the time it read it at, the clock's one reading for the response.
+func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, resp *http.Response) (header.Signal, time.Time) {
 	now := t.clock.Now()
+	sig := t.signal(resp, now)
+	if len(bs) == 0 || t.noFeedback {
+		return sig, now
+	}
 	act := t.views.read(bs, bk, sig, now.UnixNano())
+	if act.pause == 0 && len(act.caps) == 0 {
+		// Nearly every response: nothing for the store.
+		return sig, now
+	}
 	// The store calls must land even if the caller gave up meanwhile:
 	// the server's answer concerns the whole fleet, not this request.
 	ctx = context.WithoutCancel(ctx)
@@ -56,5 +61,5 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, r
 		// force: the next reading tries again.
 		_ = t.store.Limit(ctx, bs[c.i], c.spec)
 	}
-	return sig
+	return sig, now
 }

@@ -42,7 +42,7 @@ func TestRedisPauseReachesOtherReplicas(t *testing.T) {
 
 	// A's response says: come back in a second.
 	req := newReq(t, ctx, http.MethodGet, ts.URL)
-	bs, err := a.buckets(req)
+	bs, err := a.buckets(nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/store"
@@ -27,6 +28,10 @@ type waitQueue struct {
 	// held maps a bucket key to the end of a pause the server asked for
 	// (Unix nanoseconds), until it has passed: see hold.
 	held map[string]int64
+	// waiting is the lanes' waiters summed, written under mu and read
+	// without it by full: while it is below max no lane can be full, and
+	// nearly every request then checks without the lock.
+	waiting atomic.Int64
 }
 
 // lane is one bucket's waiters in this process.
@@ -90,6 +95,9 @@ func (q *waitQueue) heldLocked(bs []store.Bucket, slot, now int64, slack time.Du
 // number of waiters. Checking before booking keeps a full queue from booking
 // slots it would only give back; enter checks again, exactly.
 func (q *waitQueue) full(bs []store.Bucket) error {
+	if q.waiting.Load() < int64(q.max) {
+		return nil
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, b := range bs {
@@ -117,6 +125,7 @@ func (q *waitQueue) enter(bs []store.Bucket) error {
 			q.lanes[b.Key] = l
 		}
 		l.waiting++
+		q.waiting.Add(1)
 	}
 	return nil
 }
@@ -134,6 +143,7 @@ func (q *waitQueue) leave(bs []store.Bucket) {
 	defer q.mu.Unlock()
 	for _, b := range bs {
 		if l := q.lanes[b.Key]; l != nil {
+			q.waiting.Add(-1)
 			if l.waiting--; l.waiting <= 0 {
 				delete(q.lanes, b.Key)
 			}

@@ -99,18 +99,26 @@ const (
 // quotaViews is this process's reading of the server's quotas: one view per
 // bucket key that a response has said something about. Safe for
 // concurrent use.
+//
+// Every request takes and reports its units (take, departed), whether or
+// not a server ever reported a quota, so those two take no lock: they find
+// the view in index, without mu, and count in its atomics (quotaView.unsent
+// and the fields beside it). Everything else is under mu.
 type quotaViews struct {
 	mu      sync.Mutex
 	views   map[string]*quotaView
 	sweptAt int64
+	// index holds views' entries (key → *quotaView) for the lookups
+	// without mu; views is the one that says which views exist.
+	index sync.Map
 	// struck counts the views with rejections in a row (strikes > 0), read
 	// without mu: a success that says nothing about limits, nearly every
 	// response, has then nothing to reset and takes no lock.
 	struck atomic.Int32
-	// unsent counts the views with units sent and not yet reported
-	// (quotaView.unsent > 0), and len the views, both read without mu for
-	// the same reason.
-	unsent, len atomic.Int32
+	// counted counts the views whose bucket the store counted
+	// (quotaView.counted), and len the views, both read without mu for the
+	// same reason.
+	counted, len atomic.Int32
 }
 
 // quotaView is what this process knows of one bucket's quota at the server.
@@ -128,23 +136,28 @@ type quotaView struct {
 	sent   store.Cap
 	sentAt int64
 	// unsent is the units this process sent in the bucket and has not yet
-	// reported to the store (store.Bucket.Sent).
-	unsent int64
+	// reported to the store (store.Bucket.Sent); it and unsentSince, delay,
+	// counted and touched are atomics, read and written without mu by take
+	// and departed (counted written under mu only).
+	unsent atomic.Int64
 	// window is the shortest window a reading has needed, to which the
 	// ledger's samples are spaced (see span).
 	window time.Duration
 	// counted is whether the store counted the bucket at this process's
 	// last reservation of it.
-	counted bool
+	counted atomic.Bool
 	// unsentSince is when the oldest unreported unit left (Unix ns), and
 	// delay the mean time a unit waits to be reported (ns, smoothed over
-	// the reports, half of each report's oldest): a sample's count is of
-	// what was reported by then, which left about delay earlier, so the
-	// ledger dates it there (see booked).
-	unsentSince int64
-	delay       float64
-	// touched is the last time the view was used, for sweeps.
-	touched int64
+	// the reports, half of each report's oldest; a float64's bits): a
+	// sample's count is of what was reported by then, which left about
+	// delay earlier, so the ledger dates it there (see booked).
+	unsentSince atomic.Int64
+	delay       atomic.Uint64
+	// touched is the last time the view was used, for sweeps; swept is
+	// set once a sweep dropped the view, so that a departure that found it
+	// in index just before reports into the view that replaces it.
+	touched atomic.Int64
+	swept   atomic.Bool
 }
 
 func newQuotaViews() *quotaViews { return &quotaViews{views: make(map[string]*quotaView)} }
@@ -183,10 +196,19 @@ func (v *quotaViews) viewLocked(key string, now int64) *quotaView {
 		v.sweepLocked(now)
 		vw = &quotaView{}
 		v.views[key] = vw
+		v.index.Store(key, vw)
 		v.len.Add(1)
 	}
-	vw.touched = now
+	vw.touched.Store(now)
 	return vw
+}
+
+// lookup returns the view of key, or nil, without mu.
+func (v *quotaViews) lookup(key string) *quotaView {
+	if vw, ok := v.index.Load(key); ok {
+		return vw.(*quotaView)
+	}
+	return nil
 }
 
 // sweepLocked drops views unused for quotaViewIdleAfter, at most once per
@@ -196,16 +218,26 @@ func (v *quotaViews) sweepLocked(now int64) {
 		return
 	}
 	for k, vw := range v.views {
-		if now-vw.touched >= int64(quotaViewIdleAfter) {
-			if vw.strikes > 0 {
-				v.struck.Add(-1)
-			}
-			if vw.unsent > 0 {
-				v.unsent.Add(-1)
-			}
-			delete(v.views, k)
-			v.len.Add(-1)
+		if now-vw.touched.Load() < int64(quotaViewIdleAfter) {
+			continue
 		}
+		// A departure may have found vw in index and touched it since the
+		// first look; it looks at swept after touching, so one of the two
+		// sees the other (see departed).
+		vw.swept.Store(true)
+		if now-vw.touched.Load() < int64(quotaViewIdleAfter) {
+			vw.swept.Store(false)
+			continue
+		}
+		if vw.strikes > 0 {
+			v.struck.Add(-1)
+		}
+		if vw.counted.Load() {
+			v.counted.Add(-1)
+		}
+		delete(v.views, k)
+		v.index.Delete(k)
+		v.len.Add(-1)
 	}
 	v.sweptAt = now
 }
@@ -213,23 +245,57 @@ func (v *quotaViews) sweepLocked(now int64) {
 // take moves the units sent and not yet reported in bs's buckets into
 // bs (store.Bucket.Sent), for the reservation about to be made at now.
 func (v *quotaViews) take(bs []store.Bucket, now int64) {
-	if v.unsent.Load() == 0 {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	for i := range bs {
-		if vw := v.views[bs[i].Key]; vw != nil {
-			vw.touched = now
+		vw := v.lookup(bs[i].Key)
+		if vw == nil {
+			continue
+		}
+		vw.touched.Store(now)
+		// Load first: a Swap is a locked instruction, and a bucket with
+		// nothing to report needs none.
+		if vw.unsent.Load() == 0 {
+			continue
+		}
+		if u := vw.unsent.Swap(0); u > 0 {
+			bs[i].Sent = u
+			if since := vw.unsentSince.Load(); now > since {
+				vw.addDelay(float64(now-since) / 2)
+			}
 		}
 	}
-	for i := range bs {
-		if vw := v.views[bs[i].Key]; vw != nil && vw.unsent > 0 {
-			bs[i].Sent, vw.unsent = vw.unsent, 0
-			v.unsent.Add(-1)
-			if now := vw.touched; now > vw.unsentSince {
-				vw.delay += reportDelayWeight * (float64(now-vw.unsentSince)/2 - vw.delay)
-			}
+}
+
+// addDelay moves the view's delay towards sample (ns) by reportDelayWeight.
+func (vw *quotaView) addDelay(sample float64) {
+	for {
+		old := vw.delay.Load()
+		d := math.Float64frombits(old)
+		if vw.delay.CompareAndSwap(old, math.Float64bits(d+reportDelayWeight*(sample-d))) {
+			return
+		}
+	}
+}
+
+// delayNs returns the view's delay (see quotaView.delay), in ns.
+func (vw *quotaView) delayNs() float64 { return math.Float64frombits(vw.delay.Load()) }
+
+// addUnsent adds units, sent at now, to what the view has to report, held
+// to at most limit (none when limit < 0).
+func (vw *quotaView) addUnsent(units, limit, now int64) {
+	for {
+		old := vw.unsent.Load()
+		n := old + units
+		if limit >= 0 {
+			n = min(n, limit)
+		}
+		if old == 0 {
+			// Before the units show, so that a take that sees them sees
+			// when they left; a lost race leaves a time about now, of
+			// units still to report.
+			vw.unsentSince.Store(now)
+		}
+		if vw.unsent.CompareAndSwap(old, n) {
+			return
 		}
 	}
 }
@@ -262,23 +328,45 @@ func (v *quotaViews) untake(bs []store.Bucket, r *store.Reservation, now int64) 
 // while the first answers are slow to come) are reported with the next
 // reservations, so that the first readings count them. Until the store
 // counts the bucket, what waits to be reported is held to a window of the
-// rule (quota.Rate and the burst): no more can have left in the window
+// rule (Bucket.Rate and the burst): no more can have left in the window
 // the first reading looks back over.
+//
+// The view is found and counted in without mu (see quotaViews); only the
+// first departure of a bucket, or one that met a sweep of its view, locks.
 func (v *quotaViews) departed(bs []store.Bucket, now int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	for i := range bs {
 		b := &bs[i]
-		vw := v.viewLocked(b.Key, now)
-		if vw.unsent == 0 {
-			v.unsent.Add(1)
-			vw.unsentSince = now
+		vw := v.lookup(b.Key)
+		if vw != nil {
+			vw.touched.Store(now)
+			vw.addUnsent(b.Cost, departLimit(vw, b), now)
+			if !vw.swept.Load() {
+				continue
+			}
+			// Swept meanwhile: what it holds goes to the view that
+			// replaces it.
 		}
-		vw.unsent += b.Cost
-		if !vw.counted {
-			vw.unsent = min(vw.unsent, b.Rate+b.Burst)
+		v.mu.Lock()
+		nv := v.viewLocked(b.Key, now)
+		units := b.Cost
+		if vw != nil && vw != nv {
+			units = vw.unsent.Swap(0)
 		}
+		if vw != nv {
+			nv.addUnsent(units, departLimit(nv, b), now)
+		}
+		v.mu.Unlock()
 	}
+}
+
+// departLimit returns the most a departure leaves vw to report for b: a
+// window of the rule until the store counts the bucket (see departed),
+// else no limit (-1).
+func departLimit(vw *quotaView, b *store.Bucket) int64 {
+	if vw.counted.Load() {
+		return -1
+	}
+	return b.Rate + b.Burst
 }
 
 func (v *quotaViews) report(b *store.Bucket, units, now int64) {
@@ -294,24 +382,25 @@ func (v *quotaViews) reportLocked(b *store.Bucket, units, now int64) {
 	if vw == nil {
 		return
 	}
-	if vw.unsent == 0 {
-		v.unsent.Add(1)
-		vw.unsentSince = now
-	}
-	vw.unsent += units
+	vw.addUnsent(units, -1, now)
 }
 
 // booked records a reservation made at now: a counted bucket's count goes
 // into its ledger, and a pause the store reported (held) into every view
 // of bs.
 func (v *quotaViews) booked(bs []store.Bucket, r *store.Reservation, now int64) {
+	if r.Held <= 0 && v.counted.Load() == 0 && !anyCounted(r) {
+		// Nothing counted, here or before, and no pause: nearly every
+		// reservation while no server reports a quota. No view changes.
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for i := range bs {
 		c := r.Count(i)
 		vw := v.views[bs[i].Key]
 		if vw != nil {
-			vw.counted = c > 0
+			vw.setCounted(v, c > 0)
 		}
 		if c <= 0 && r.Held <= 0 {
 			continue
@@ -319,14 +408,35 @@ func (v *quotaViews) booked(bs []store.Bucket, r *store.Reservation, now int64) 
 		if vw == nil {
 			vw = v.viewLocked(bs[i].Key, now)
 		}
-		vw.counted = c > 0
+		vw.setCounted(v, c > 0)
 		if c > 0 {
-			vw.ledger.add(now-int64(vw.delay), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
+			vw.ledger.add(now-int64(vw.delayNs()), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
 		}
 		if r.Held > 0 {
 			vw.pausedUntil = max(vw.pausedUntil, store.SatAdd(now, int64(r.Held)))
 		}
 	}
+}
+
+// setCounted sets vw.counted, keeping v.counted. v.mu must be held.
+func (vw *quotaView) setCounted(v *quotaViews, counted bool) {
+	switch was := vw.counted.Swap(counted); {
+	case counted && !was:
+		v.counted.Add(1)
+	case !counted && was:
+		v.counted.Add(-1)
+	}
+}
+
+// anyCounted reports whether r counts any bucket (see
+// store.Reservation.Counts).
+func anyCounted(r *store.Reservation) bool {
+	for _, c := range r.Counts {
+		if c > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // paused records a pause of bs until until.
@@ -446,8 +556,8 @@ func (v *quotaViews) pauseLocked(vws []*quotaView, sig header.Signal) time.Durat
 // the window w, under half what its rule allows there, is a refusal (a
 // pause, an outage of the server) rather than the sign of a full window:
 // it then says nothing of the room the window leaves.
-func refusal(own int64, w time.Duration, ruleRate float64) bool {
-	return float64(own) < ruleRate*w.Seconds()/2
+func refusal(own float64, w time.Duration, ruleRate float64) bool {
+	return own < ruleRate*w.Seconds()/2
 }
 
 // noWaitFor returns the pause after the strikes-th rejection in a row that
@@ -543,7 +653,7 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			// costs nothing (an empty fixed window pauses the fleet until
 			// it refills), while the other way holds the fleet below the
 			// quota for the whole window.
-			room := float64(q.Remaining) - reserve - float64(since)
+			room := float64(q.Remaining) - reserve - since
 			in := max(q.Reset-resetRounding, q.Reset/2)
 			c = store.Cap{Rate: max(room, 0) / in.Seconds(), Span: in}
 		} else {
@@ -556,7 +666,7 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			// spend in it, and what exceeds the reserve (the noise of one
 			// reading against the ledger: whole requests, some in flight)
 			// counts at a whole window's worth.
-			others := max(float64(q.Limit-q.Remaining-own), 0)
+			others := max(float64(q.Limit-q.Remaining)-own, 0)
 			if covered < int64(w) && others > reserve {
 				others = reserve + (others-reserve)*float64(w)/float64(covered)
 			}
@@ -590,7 +700,7 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
 		return store.Cap{}, false, false
 	}
-	rate := max((float64(own)-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	rate := max((own-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
 		return countOnly, false, true
 	}
@@ -707,7 +817,7 @@ func (l *ledger) add(t, n, spacing int64) {
 // until one of them is back, so the newest sample may be well before t;
 // one older than w/maxStaleShare is too old to carry on (false), and so is
 // a ledger that does not reach back over w.
-func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
+func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
 	if l.len == 0 {
 		return 0, 0, false
 	}
@@ -730,7 +840,7 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	if end-w >= l.t[l.head] {
 		if t > end {
 			left, _ := l.at(t - w)
-			own = max(own+own*(t-end)/w-(left-a), 0)
+			own = max(own+own*float64(t-end)/float64(w)-(left-a), 0)
 		}
 		return own, w, true
 	}
@@ -740,7 +850,7 @@ func (l *ledger) window(w, t int64) (own, covered int64, ok bool) {
 	// little to carry on at all.
 	covered = end - l.t[l.head]
 	if covered >= w/maxStaleShare {
-		own += own * (t - end) / covered
+		own += own * float64(t-end) / float64(covered)
 	}
 	return own, max(covered, 1) + t - end, true
 }
@@ -757,25 +867,27 @@ const minCoveredShare = 8
 const maxStaleShare = 16
 
 // since returns the units sent after t, up to the newest sample.
-func (l *ledger) since(t int64) (int64, bool) {
+func (l *ledger) since(t int64) (float64, bool) {
 	a, ok := l.at(t)
 	if !ok {
 		return 0, false
 	}
-	return max(l.n[(l.head+l.len-1)%ledgerSize]-a, 0), true
+	return max(float64(l.n[(l.head+l.len-1)%ledgerSize])-a, 0), true
 }
 
 // at returns the count at t, interpolated between the samples around it
 // (the newest after them); false when t is before the oldest sample,
 // unless that sample was taken as the count began (its count at most
 // countStart): nothing was counted before, so the count at t is its start.
-func (l *ledger) at(t int64) (int64, bool) {
+// Counts come in fractions of a unit: rounding the ends of a window down
+// errs by up to a unit, which is the whole reserve of a quota of 20.
+func (l *ledger) at(t int64) (float64, bool) {
 	if l.len == 0 {
 		return 0, false
 	}
 	if t < l.t[l.head] {
 		if l.n[l.head] <= countStart {
-			return min(l.n[l.head], 1), true
+			return float64(min(l.n[l.head], 1)), true
 		}
 		return 0, false
 	}
@@ -785,11 +897,11 @@ func (l *ledger) at(t int64) (int64, bool) {
 		if l.t[i] > t {
 			span := l.t[i] - l.t[prev]
 			if span <= 0 {
-				return l.n[prev], true
+				return float64(l.n[prev]), true
 			}
-			return l.n[prev] + (l.n[i]-l.n[prev])*(t-l.t[prev])/span, true
+			return float64(l.n[prev]) + float64(l.n[i]-l.n[prev])*float64(t-l.t[prev])/float64(span), true
 		}
 		prev = i
 	}
-	return l.n[prev], true
+	return float64(l.n[prev]), true
 }

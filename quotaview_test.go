@@ -216,22 +216,22 @@ func TestLedger(t *testing.T) {
 		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms) // 100 units a second from count 50
 	}
 	if n, ok := l.at(1500 * ms); !ok || n != 100 {
-		t.Errorf("at 1.5s = %d, %v; want 100", n, ok)
+		t.Errorf("at 1.5s = %v, %v; want 100", n, ok)
 	}
 	if n, c, ok := l.window(1000*ms, 3000*ms); !ok || n != 100 || c != 1000*ms {
-		t.Errorf("window = %d, %v; want 100", n, ok)
+		t.Errorf("window = %v, %v; want 100", n, ok)
 	}
 	// Past the newest sample the count is carried on at the window's rate,
 	// and the window slides with it: at a steady 100 a second it still
 	// holds 100 (carrying on alone would count 1.03 s: 103).
 	if n, c, ok := l.window(1000*ms, 3030*ms); !ok || n != 100 || c != 1000*ms {
-		t.Errorf("window ending between samples = %d over %v, %v; want 100 over 1s", n, time.Duration(c), ok)
+		t.Errorf("window ending between samples = %v over %v, %v; want 100 over 1s", n, time.Duration(c), ok)
 	}
 	if _, _, ok := l.window(1000*ms, 3500*ms); ok {
 		t.Errorf("window ending 100 ms after the newest sample answered")
 	}
 	if n, ok := l.since(2400 * ms); !ok || n != 100 {
-		t.Errorf("since = %d, %v; want 100", n, ok)
+		t.Errorf("since = %v, %v; want 100", n, ok)
 	}
 	if _, ok := l.at(500 * ms); ok {
 		t.Error("before the oldest sample of a count begun earlier")
@@ -251,7 +251,7 @@ func TestLedger(t *testing.T) {
 		t.Errorf("after a restart len = %d", l.len)
 	}
 	if n, c, ok := l.window(1000*ms, 5100*ms); !ok || n != 10 || c != 100*ms {
-		t.Errorf("window from the count's start = %d over %v, %v; want 10 over 100ms", n, time.Duration(c), ok)
+		t.Errorf("window from the count's start = %v over %v, %v; want 10 over 100ms", n, time.Duration(c), ok)
 	}
 	// Samples closer than the spacing are dropped.
 	l.add(5105*ms, 12, 10*ms)

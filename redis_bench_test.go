@@ -154,9 +154,11 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 // benchmarks then compare the machine's moods. A round runs each variant
 // for a phase of calls: 100 calls on 1 goroutine, or 2000 on 64. It
 // reports each variant's mean µs per call, its speed against redis_rate's
-// (× > 1 is faster), and the redis-server's CPU time per call (INFO cpu
-// around each phase): what limits a fleet sharing one Redis. Allocations
-// are BenchmarkRedis's. Run with:
+// (× > 1 is faster), the redis-server's CPU time per call (INFO cpu
+// around each phase): what limits a fleet sharing one Redis, and this
+// process's (getrusage around each phase: the client's, with the
+// harness's small share, the same for every variant). Allocations are
+// BenchmarkRedis's. Run with:
 //
 //	go test -run '^$' -bench 'RedisInterleaved' -benchtime 20000x .
 func BenchmarkRedisInterleaved(b *testing.B) {
@@ -165,6 +167,7 @@ func BenchmarkRedisInterleaved(b *testing.B) {
 		b.Run("goroutines="+strconv.Itoa(par.workers), func(b *testing.B) {
 			spent := make([]time.Duration, len(ops))
 			server := make([]time.Duration, len(ops))
+			client := make([]time.Duration, len(ops))
 			rounds := max(b.N/par.phase, 1)
 			for range rounds {
 				for i, o := range ops {
@@ -172,6 +175,7 @@ func BenchmarkRedisInterleaved(b *testing.B) {
 					left.Store(int64(par.phase))
 					var wg sync.WaitGroup
 					cpu0 := redisCPU()
+					self0 := processCPU()
 					start := time.Now()
 					for range par.workers {
 						wg.Go(func() {
@@ -185,6 +189,7 @@ func BenchmarkRedisInterleaved(b *testing.B) {
 					}
 					wg.Wait()
 					spent[i] += time.Since(start)
+					client[i] += processCPU() - self0
 					server[i] += redisCPU() - cpu0
 				}
 			}
@@ -198,6 +203,7 @@ func BenchmarkRedisInterleaved(b *testing.B) {
 			for i, o := range ops {
 				b.ReportMetric(float64(spent[i].Microseconds())/calls, "µs/"+o.name)
 				b.ReportMetric(float64(server[i].Microseconds())/calls, "redis-µs/"+o.name)
+				b.ReportMetric(float64(client[i].Microseconds())/calls, "client-µs/"+o.name)
 				if o.name != "redis_rate-Allow" && spent[i] > 0 {
 					b.ReportMetric(float64(rr)/float64(spent[i]), "x-redis_rate/"+o.name)
 				}

@@ -22,12 +22,12 @@ func WithMaxRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxRetryAfter = d })
 }
 
-// signal reads what resp says about the server's limits, through the
+// signal reads what resp, received at now, says about the server's limits, through the
 // Transport's dialects, with every wait in it (RetryAfter and every
 // quota's Reset) capped at the Transport's MaxRetryAfter: whatever the
 // server asks, no pause and no retry of this Transport waits longer.
-func (t *Transport) signal(resp *http.Response) header.Signal {
-	return header.Parse(resp.StatusCode, resp.Header, t.clock.Now(), t.maxRetryAfterCap(), t.dialects...)
+func (t *Transport) signal(resp *http.Response, now time.Time) header.Signal {
+	return header.Parse(resp.StatusCode, resp.Header, now, t.maxRetryAfterCap(), t.dialects...)
 }
 
 // maxRetryAfterCap is the cap on waits read from responses: the

@@ -35,7 +35,7 @@ func TestTransportSignalCapsWaits(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := retryTransport(t, nil, WithMaxRetryAfter(tt.opt))
-			sig := tr.signal(resp)
+			sig := tr.signal(resp, tr.clock.Now())
 			q, _ := sig.Quota("requests")
 			if !sig.Limited || sig.RetryAfter != tt.retry || q.Reset != tt.reset || sig.Capped != tt.capped {
 				t.Fatalf("got %v; want RetryAfter %v, reset %v, capped %v", sig, tt.retry, tt.reset, tt.capped)
@@ -51,7 +51,7 @@ func TestTransportSignalDialects(t *testing.T) {
 		s.Limited = status == http.StatusForbidden
 		s.RetryAfter, s.HasRetryAfter = time.Hour, true
 	})), WithMaxRetryAfter(time.Second))
-	sig := tr.signal(&http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}})
+	sig := tr.signal(&http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}}, tr.clock.Now())
 	if !sig.Limited || sig.RetryAfter != time.Second || !sig.Capped {
 		t.Fatalf("got %+v; want a limited signal with its wait capped at 1s", sig)
 	}

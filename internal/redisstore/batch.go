@@ -169,12 +169,11 @@ func (b *scriptBatcher) handOff() {
 // drain is the guard's goroutine: it sends first, then the queue, until
 // the queue is empty.
 func (b *scriptBatcher) drain(first *scriptCall) {
-	one := [1]*scriptCall{first}
-	batch := one[:]
+	// first goes as send would send a batch of it alone (pipe runs one
+	// call as itself), without the slice that escaped on every lone call.
+	b.run(context.Background(), first)
+	b.deliver(first)
 	for {
-		if len(batch) > 0 {
-			b.send(context.Background(), nil, batch)
-		}
 		b.mu.Lock()
 		if len(b.queue) == 0 {
 			b.inFlight--
@@ -182,7 +181,9 @@ func (b *scriptBatcher) drain(first *scriptCall) {
 			return
 		}
 		b.mu.Unlock()
-		batch = b.take()
+		if batch := b.take(); len(batch) > 0 {
+			b.send(context.Background(), nil, batch)
+		}
 	}
 }
 

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package throttle
+
+import "time"
+
+// processCPU is 0 where getrusage is missing: the benchmarks then report no
+// client CPU.
+func processCPU() time.Duration { return 0 }
