@@ -110,7 +110,7 @@ const (
 	// well under a millisecond, so 50 ms is far above a healthy call's
 	// latency and still short enough that a request hitting an outage
 	// loses little time before it falls back.
-	DefaultRedisTimeout = outage.DefaultTimeout
+	DefaultRedisTimeout = 50 * time.Millisecond
 
 	// DefaultFleetSize is the number of replicas a Transport assumes it
 	// shares each rule with, in ModeFallback, until its first heartbeat has
@@ -118,7 +118,7 @@ const (
 	// runs each rule at a tenth of its rate. A tenth is conservative for
 	// fleets of up to ten replicas, which is most of them; larger fleets
 	// should set [WithFleetShare].
-	DefaultFleetSize = store.DefaultFleetSize
+	DefaultFleetSize = 10
 )
 
 // WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)
