@@ -674,8 +674,8 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			c = store.Cap{Rate: room / w.Seconds(), Span: capWindows * w}
 		}
 		c.Rate = max(c.Rate, minUnitsPerWindow/w.Seconds())
-		if c.Rate*w.Seconds()+1 >= ruleRate*w.Seconds()-1e-3 {
-			// Within a unit a window of the rule: the reserve's extra unit
+		if c.Rate*w.Seconds()+deadBand >= ruleRate*w.Seconds()-1e-3 {
+			// Within the dead band of the rule: the reserve's extra unit
 			// is for a quota shared with others; alone, the rule is it.
 			c.Rate = ruleRate
 		}
@@ -744,6 +744,17 @@ func (vw *quotaView) shouldSend(spec store.Cap, force bool, b *store.Bucket, now
 	}
 	return since >= int64(vw.sent.Span)/2
 }
+
+// deadBand is how close to the rule, in units a window, a room is the rule.
+// A fleet alone at its rule reads own + R between L − 1 and L: the server
+// counts whole requests, and a window of a rule that is not a whole number
+// a window holds one more or one fewer, so a reading's room falls anywhere
+// from one to two units below the rule (measured: R = 0, own = 19.6, room
+// 18.2 at a quota of 20, rule 19.6). With a band of one unit, half the
+// readings of a fleet alone capped it, and a quota of 20 a second, where a
+// first cap need be only 0.4 below the rule, held at 18.2 (the matrix's
+// 20/s steady cells: 0.96 of the quota beside 0.98 without reading).
+const deadBand = 2
 
 // maxCapDrift is how far, as a share of the rule, a new cap may rise above
 // the last one sent before it is worth a store call.

@@ -47,7 +47,8 @@ func TestQuotaViewDecide(t *testing.T) {
 		window  time.Duration // the ledger's spacing; the rule's period when 0
 	}{
 		{name: "alone at the quota: the rule", sig: header.Signal{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, own: 98, want: 0},
-		{name: "alone, a jitter reading one low: a cap within the drift", sig: header.Signal{Quotas: []header.Quota{xrl(100, 1, time.Second)}}, own: 98, want: 96},
+		{name: "alone, a jitter reading one low: the rule (dead band)", sig: header.Signal{Quotas: []header.Quota{xrl(100, 1, time.Second)}}, own: 98, want: 0},
+		{name: "a reading two low: a cap", sig: header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 98, want: 95},
 		{name: "below the quota: the rule", sig: header.Signal{Quotas: []header.Quota{xrl(100, 50, time.Second)}}, own: 50, want: 0},
 		{name: "an outside consumer of 30/s: what remains", sig: header.Signal{Quotas: []header.Quota{xrl(100, 2, time.Second)}}, own: 68, want: 67},
 		{name: "overshooting: the room is what it sent and what is left", sig: header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, own: 90, want: 87},
