@@ -10,6 +10,7 @@ import (
 	"go.uber.org/ratelimit"
 	"golang.org/x/time/rate"
 
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -61,7 +62,7 @@ func serialAndParallel(b *testing.B, name string, f func() bool) {
 
 // newBenchStore returns a local store on the system clock and the bucket
 // of one rule of benchRate per second, burst benchBurst.
-func newBenchStore(b *testing.B) (*localStore, []store.Bucket) {
+func newBenchStore(b *testing.B) (*localstore.Store, []store.Bucket) {
 	rules, err := compileRules([]Rule{{Name: "bench", Limit: Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst}}}, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -72,7 +73,7 @@ func newBenchStore(b *testing.B) (*localStore, []store.Bucket) {
 
 // benchReserve books one slot in the local store without waiting, as the
 // Transport's acquire does, and reports whether it went at once.
-func benchReserve(s *localStore, bs []store.Bucket) func() bool {
+func benchReserve(s *localstore.Store, bs []store.Bucket) func() bool {
 	ctx := context.Background()
 	return func() bool {
 		r, err := s.Reserve(ctx, bs, 0)

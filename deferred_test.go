@@ -36,7 +36,7 @@ func TestTransportDeferredBuckets(t *testing.T) {
 	}
 	// The global bucket holds only the first /slow request: the queued
 	// ones are not booked in it yet.
-	if got, want := localOf(t, tr).tat("global"), epoch.UnixNano()+int64(10*time.Millisecond); got != want {
+	if got, want := localOf(t, tr).TAT("global"), epoch.UnixNano()+int64(10*time.Millisecond); got != want {
 		t.Fatalf("global TAT epoch+%v, want epoch+10ms: queued requests were booked ahead", time.Duration(got-epoch.UnixNano()))
 	}
 	// So nine /fast requests (the rest of the burst) go at once.

@@ -42,7 +42,7 @@ func TestTransportLateWaiterRebooks(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if got := time.Duration(localOf(t, tr).tat("r") - epoch.UnixNano()); got != tt.wantTAT {
+			if got := time.Duration(localOf(t, tr).TAT("r") - epoch.UnixNano()); got != tt.wantTAT {
 				t.Fatalf("TAT = epoch+%v, want epoch+%v", got, tt.wantTAT)
 			}
 		})

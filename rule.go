@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"net/http"
 	"path"
 	"strings"
@@ -21,17 +20,6 @@ type Limit struct {
 	Rate   int
 	Period time.Duration
 	Burst  int
-}
-
-// interval returns the emission interval of l with the given headroom: the
-// time one unit of cost occupies in the bucket. It saturates instead of
-// overflowing for huge periods.
-func (l Limit) interval(headroom float64) time.Duration {
-	iv := float64(l.Period) / (float64(l.Rate) * (1 - headroom))
-	if iv >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(iv)
 }
 
 // Rule is one quota: a Limit applied to the requests it matches, in one
@@ -143,12 +131,11 @@ func hostMatches(pattern, host string) bool {
 	return strings.EqualFold(pattern, host)
 }
 
-// compiledRule is a validated Rule with its bucket parameters worked out.
+// compiledRule is a validated Rule with its bucket parameters worked out
+// (see leaky.go).
 type compiledRule struct {
 	Rule
-	interval time.Duration // emission interval per unit of cost, after headroom
-	burst    int64
-	lateness time.Duration // see store.Bucket.Lateness
+	leakyBucket
 	headroom float64
 }
 
@@ -180,29 +167,13 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			}
 		}
 		seen[r.Name] = true
-		iv := r.Limit.interval(headroom)
-		if iv <= 0 {
+		lb := newLeakyBucket(r.Limit, headroom)
+		if lb.interval <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, interval: iv, burst: int64(r.Limit.Burst), lateness: latenessFor(r.Limit, iv, headroom), headroom: headroom})
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom})
 	}
 	return out, nil
-}
-
-// latenessFor returns how late after its slot a waiter of a rule may still
-// leave: the longer of one interval and headroom·Period. A request late by
-// up to one interval can share a moment with the next slot, one request
-// over the bucket's bound at most, which the pacing of waiters keeps from
-// stacking within a process; and the headroom keeps the rule below the
-// server's quota by headroom·Period per period, which absorbs that much
-// lateness. Later than both, a request could push a window of a strict
-// server over its quota.
-func latenessFor(l Limit, interval time.Duration, headroom float64) time.Duration {
-	h := float64(l.Period) * headroom
-	if h >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return max(time.Duration(h), interval)
 }
 
 // bucketKey returns the bucket of request r under rule c: the rule's name and

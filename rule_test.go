@@ -175,7 +175,7 @@ func TestPartition(t *testing.T) {
 			t.Fatalf("second request of key %q: %v, want ErrBeyondMaxWait", key, err)
 		}
 	}
-	keys := localOf(t, tr).snapshot()
+	keys := localOf(t, tr).TATs()
 	if len(keys) != 3 {
 		t.Fatalf("store holds %d buckets, want 3: %v", len(keys), keys)
 	}
@@ -222,7 +222,7 @@ func TestCost(t *testing.T) {
 	}
 
 	t.Run("cost above burst is a RuleError and books nothing", func(t *testing.T) {
-		before := localOf(t, tr).snapshot()
+		before := localOf(t, tr).TATs()
 		body := newRecBody()
 		req := newReq(t, context.Background(), "POST", "http://x/", "Cost", "6")
 		req.Body = body
@@ -234,7 +234,7 @@ func TestCost(t *testing.T) {
 		if body.closed.Load() != 1 {
 			t.Fatal("body not closed")
 		}
-		if got := localOf(t, tr).snapshot(); !reflect.DeepEqual(got, before) {
+		if got := localOf(t, tr).TATs(); !reflect.DeepEqual(got, before) {
 			t.Fatalf("store changed: %v → %v", before, got)
 		}
 	})
@@ -258,7 +258,7 @@ func TestSeveralRulesAllOrNothing(t *testing.T) {
 	if err := send("/narrow"); err != nil {
 		t.Fatal(err)
 	}
-	before := store.snapshot()
+	before := store.TATs()
 	if len(before) != 2 {
 		t.Fatalf("a request matching both rules booked %d buckets, want 2", len(before))
 	}
@@ -267,7 +267,7 @@ func TestSeveralRulesAllOrNothing(t *testing.T) {
 	if !errors.As(err, &we) || we.Rule != "narrow" {
 		t.Fatalf("err %v, want a *WaitError from rule narrow", err)
 	}
-	if after := store.snapshot(); !reflect.DeepEqual(after, before) {
+	if after := store.TATs(); !reflect.DeepEqual(after, before) {
 		t.Fatalf("a rejected request booked the wide rule: %v → %v", before, after)
 	}
 	// The wide rule still has 4 slots, all free for other paths.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/outage"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
@@ -62,7 +63,7 @@ func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, op
 }
 
 // decisionCases are sequences whose decisions the Redis store must share
-// with localStore. Intervals are whole microseconds, so both agree exactly.
+// with the local store (internal/localstore). Intervals are whole microseconds, so both agree exactly.
 var decisionCases = []struct {
 	name    string
 	buckets []store.Bucket
@@ -207,7 +208,7 @@ var decisionCases = []struct {
 	},
 }
 
-// TestRedisStoreSameDecisionsAsLocal runs each sequence through localStore
+// TestRedisStoreSameDecisionsAsLocal runs each sequence through the local store
 // (fake clock) and the Redis store (the same times passed as the scripts'
 // now) and requires the same ok, wait and limiter at every step.
 func TestRedisStoreSameDecisionsAsLocal(t *testing.T) {
@@ -342,8 +343,8 @@ func TestRedisNamespaces(t *testing.T) {
 	}
 	// Options without a client keep the store local.
 	tr := mustNew(t, okBase, WithNamespace("x"), WithHashTagPerKey(), WithRules(rule))
-	if _, ok := tr.store.(*localStore); !ok {
-		t.Errorf("store without WithRedis is %T, want *localStore", tr.store)
+	if _, ok := tr.store.(*localstore.Store); !ok {
+		t.Errorf("store without WithRedis is %T, want *localstore.Store", tr.store)
 	}
 	fs, _ := mustNew(t, okBase, WithRedis(rdb), WithRules(rule)).store.(*outage.Store)
 	rs, ok := (*redisstore.Store)(nil), false
@@ -632,7 +633,7 @@ func TestRedisOneScriptCallPerRequest(t *testing.T) {
 // TestRedisCluster runs the decision sequences on a 3-master Cluster, checks
 // that the keys of one request share a node, and that WithHashTagPerKey
 // spreads partitioned buckets over the masters while split requests keep
-// the same decisions as localStore. The Redis store's own Cluster checks
+// the same decisions as the local store. The Redis store's own Cluster checks
 // are internal/redisstore's TestCluster.
 func TestRedisCluster(t *testing.T) {
 	t.Parallel()

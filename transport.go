@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -117,7 +118,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, t.err
 	}
 	var bs []store.Bucket
-	if _, inProcess := t.store.(*localStore); inProcess {
+	if _, inProcess := t.store.(*localstore.Store); inProcess {
 		p := bucketSlices.Get().(*[]store.Bucket)
 		bs = (*p)[:0]
 		defer func() {
@@ -302,7 +303,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 	// wait for, and no second reading of the clock (a tenth of the request's
 	// cost on some VMs).
 	now := sent
-	if _, inProcess := t.store.(*localStore); !inProcess {
+	if _, inProcess := t.store.(*localstore.Store); !inProcess {
 		now = t.clock.Now()
 		r.Wait -= now.Sub(sent) / 2
 	}

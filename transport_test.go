@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -62,11 +63,11 @@ func mustNew(t testing.TB, base http.RoundTripper, opts ...Option) *Transport {
 	return tr
 }
 
-func localOf(t testing.TB, tr *Transport) *localStore {
+func localOf(t testing.TB, tr *Transport) *localstore.Store {
 	t.Helper()
-	s, ok := tr.store.(*localStore)
+	s, ok := tr.store.(*localstore.Store)
 	if !ok {
-		t.Fatalf("store is %T, want *localStore", tr.store)
+		t.Fatalf("store is %T, want *localstore.Store", tr.store)
 	}
 	return s
 }
@@ -126,7 +127,7 @@ func TestTransportRate(t *testing.T) {
 	ls := localOf(t, tr)
 	var wg sync.WaitGroup
 	for range n {
-		before := ls.tat("api")
+		before := ls.TAT("api")
 		wg.Go(func() {
 			resp, err := client.Get(srv.URL)
 			if err == nil {
@@ -134,7 +135,7 @@ func TestTransportRate(t *testing.T) {
 			}
 			errs <- err
 		})
-		for ls.tat("api") == before {
+		for ls.TAT("api") == before {
 			runtime.Gosched()
 		}
 	}
@@ -292,13 +293,13 @@ func TestTransportDeadline(t *testing.T) {
 	}
 	// The slot was not consumed: the store is as before, and the next
 	// request is told the same wait (it would be 2 s had the slot gone).
-	tatBefore := localOf(t, tr).snapshot()
+	tatBefore := localOf(t, tr).TATs()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel2()
 	if err := roundTrip(tr, newReq(t, ctx2, "GET", "http://x/")); !errors.As(err, &we) || we.Wait != time.Second {
 		t.Fatalf("next request: %v; want a *WaitError needing 1s", err)
 	}
-	if got := localOf(t, tr).snapshot(); !reflect.DeepEqual(got, tatBefore) {
+	if got := localOf(t, tr).TATs(); !reflect.DeepEqual(got, tatBefore) {
 		t.Fatalf("store changed by a rejected request: %v → %v", tatBefore, got)
 	}
 }
@@ -328,7 +329,7 @@ func TestTransportCancelRefunds(t *testing.T) {
 	tr := fillBucketOn(t, clk, base)
 	<-seen
 	start := clk.Now()
-	before := localOf(t, tr).snapshot()
+	before := localOf(t, tr).TATs()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	body := newRecBody()
@@ -347,7 +348,7 @@ func TestTransportCancelRefunds(t *testing.T) {
 	if n := clk.Timers(); n != 0 {
 		t.Fatalf("%d timers left behind", n)
 	}
-	if got := localOf(t, tr).snapshot(); !reflect.DeepEqual(got, before) {
+	if got := localOf(t, tr).TATs(); !reflect.DeepEqual(got, before) {
 		t.Fatalf("cancelled slot not refunded: store %v, want %v", got, before)
 	}
 	// The next request gets the cancelled one's slot, one interval on.
@@ -736,18 +737,18 @@ func TestMemoryFlat(t *testing.T) {
 		send(i)
 	}
 	peakAlloc, peakInuse := heap()
-	peakLen := ls.len()
+	peakLen := ls.Len()
 	clk.Advance(time.Second + store.SweepEvery) // every TAT has passed, a sweep is due
 	send(-2)
 	afterAlloc, afterInuse := heap()
 	mb := func(x uint64) float64 { return float64(x) / (1 << 20) }
 	t.Logf("HeapAlloc: baseline %.1f MB, peak %.1f MB (%d buckets), after sweep %.1f MB (%d buckets)",
-		mb(baseAlloc), mb(peakAlloc), peakLen, mb(afterAlloc), ls.len())
+		mb(baseAlloc), mb(peakAlloc), peakLen, mb(afterAlloc), ls.Len())
 	t.Logf("HeapInuse: baseline %.1f MB, peak %.1f MB, after sweep %.1f MB", mb(baseInuse), mb(peakInuse), mb(afterInuse))
 	if peakLen < keys/2 {
 		t.Fatalf("only %d buckets at the peak: the test did not load the store", peakLen)
 	}
-	if n := ls.len(); n != 1 {
+	if n := ls.Len(); n != 1 {
 		t.Fatalf("%d buckets after the sweep, want 1", n)
 	}
 	const slack = 4 << 20

@@ -247,7 +247,8 @@ func cancelParts(now time.Time, parts []heldPart) {
 }
 
 // pause holds the buckets bs shut until now+d; afterwards each lets one
-// request of cost 1 go, then refills from empty, as gcraPause does.
+// request of cost 1 go, then refills from empty, as the GCRA stores' pause
+// does (internal/localstore, pause.lua).
 func (l *localBuckets) pause(now time.Time, bs []store.Bucket, d time.Duration, share float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

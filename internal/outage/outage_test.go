@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
 var errFlaky = errors.New("flaky: connection refused")
 
 // flakyStore is a store whose health the test controls: healthy, it
-// delegates to a gcraStore (gcra_test.go) (and records each call's costs); failing, it
+// delegates to the local store of internal/localstore, which decides as
+// the Redis store does (and records each call's costs); failing, it
 // returns errFlaky; stalled, it blocks until the call's context ends (or,
 // with ignoreCtx, until the test unstalls it), like a SIGSTOPped Redis.
 type flakyStore struct {
-	inner *gcraStore
+	inner *localstore.Store
 
 	mu        sync.Mutex
 	failing   bool
@@ -118,7 +120,7 @@ type fbHarness struct {
 func newFBHarness(t *testing.T, os outageSettings, fleet func() int64) *fbHarness {
 	t.Helper()
 	h := &fbHarness{clk: fakeclock.New(fbEpoch), changes: make(chan Change, 16)}
-	h.primary = &flakyStore{inner: newGCRAStore(h.clk)}
+	h.primary = &flakyStore{inner: localstore.New(h.clk)}
 	os.onChange = func(c Change) { h.changes <- c }
 	h.f = newOutageStore(h.primary, os, h.clk, outageWiring{fleet: fleet})
 	return h
@@ -545,7 +547,7 @@ func TestFallbackTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := fakeclock.New(fbEpoch)
-			primary := &flakyStore{inner: newGCRAStore(clk), ignoreCtx: tc.ignoreCtx}
+			primary := &flakyStore{inner: localstore.New(clk), ignoreCtx: tc.ignoreCtx}
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
 			f := newOutageStore(primary, os, clk, outageWiring{guard: tc.guard})
@@ -589,7 +591,7 @@ func TestFallbackTimeout(t *testing.T) {
 
 func TestModeChangeCallbackRunsOutsideLocks(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
-	primary := &flakyStore{inner: newGCRAStore(clk), failing: true}
+	primary := &flakyStore{inner: localstore.New(clk), failing: true}
 	got := make(chan Mode, 1)
 	var f *Store
 	os := defaultOutageSettings()

@@ -22,7 +22,7 @@ import (
 var ErrUnavailable = errors.New("throttle: store unavailable")
 
 // Store books slots in buckets. It is the one seam between the Transport and
-// where buckets live: in this process (the root's local store) or in Redis, shared by a
+// where buckets live: in this process (internal/localstore) or in Redis, shared by a
 // fleet (internal/redisstore), behind the outage store (internal/outage). All keep the same semantics, given here.
 //
 // Implementations must be safe for concurrent use.

@@ -1,34 +1,37 @@
-package outage
-
-// This file is a test fixture: a copy of the root's in-process GCRA store
-// (leaky.go), the stand-in flakyStore delegates to while healthy. The
-// outage store's tests need a shared store that decides as the real ones
-// do, and the root's store is out of this package's reach (the root
-// imports this package). Go/Lua parity tests in the root keep the Redis
-// store to the same decisions.
+package localstore
 
 import (
 	"context"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// gcraStore keeps buckets in this process, guarded by one mutex.
-type gcraStore struct {
+// Clock tells the time: the Transport's clock. The root's Clock satisfies
+// it.
+type Clock interface {
+	Now() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Store keeps buckets in this process, guarded by one mutex: the store of a
+// Transport without WithRedis. It implements store.Store and is safe for
+// concurrent use; the zero Store is not usable, New makes one.
+type Store struct {
 	clock Clock
 
 	mu     sync.Mutex
 	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps   map[string]rateCap
-	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.limit)
+	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.Store.Limit)
 	sweep  store.Sweeper
 }
 
-func newGCRAStore(c Clock) *gcraStore {
-	return &gcraStore{
+// New returns an empty store that reads the time from c.
+func New(c Clock) *Store {
+	return &Store{
 		clock:  c,
 		tats:   make(map[string]int64),
 		caps:   make(map[string]rateCap),
@@ -37,7 +40,7 @@ func newGCRAStore(c Clock) *gcraStore {
 	}
 }
 
-func (s *gcraStore) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (s *Store) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -46,7 +49,7 @@ func (s *gcraStore) Reserve(_ context.Context, bs []store.Bucket, maxWait time.D
 	// The request departs when its slowest bucket lets it. Each other
 	// bucket is booked at the request's earliest time in it when the
 	// request leaves within that bucket's lateness tolerance of it; further
-	// ahead, the bucket is not booked now but deferred (see reservation).
+	// ahead, the bucket is not booked now but deferred (see store.Reservation).
 	// Booking a bucket at a later time would leave its capacity before then
 	// unused: a deep queue on one endpoint would hold every other endpoint
 	// behind it in a shared account-wide bucket.
@@ -61,7 +64,7 @@ func (s *gcraStore) Reserve(_ context.Context, bs []store.Bucket, maxWait time.D
 		return r, nil
 	}
 	r.OK = true
-	u := newGCRABooking(s, bs)
+	u := newLocalBooking(s, bs)
 	r.Undo = u
 	if len(s.caps) > 0 {
 		r.Counts = make([]int64, len(bs))
@@ -87,7 +90,7 @@ func (s *gcraStore) Reserve(_ context.Context, bs []store.Bucket, maxWait time.D
 
 // cappedLocked reports whether a cap is in force for key at now, dropping
 // one that has ended (and its count, as Redis does). s.mu must be held.
-func (s *gcraStore) cappedLocked(key string, now int64) bool {
+func (s *Store) cappedLocked(key string, now int64) bool {
 	a, ok := s.caps[key]
 	if ok && a.until <= now {
 		delete(s.caps, key)
@@ -97,7 +100,7 @@ func (s *gcraStore) cappedLocked(key string, now int64) bool {
 	return ok
 }
 
-func (s *gcraStore) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
+func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,13 +112,13 @@ func (s *gcraStore) Limit(_ context.Context, b store.Bucket, c store.Cap) error 
 }
 
 // Held is always 0: in one process, listen holds the waiters itself.
-func (s *gcraStore) Held(context.Context, []store.Bucket) (time.Duration, error) { return 0, nil }
+func (s *Store) Held(context.Context, []store.Bucket) (time.Duration, error) { return 0, nil }
 
-// gcraBooking is the undo of a gcraStore reservation: each bucket's TAT
+// localBooking is the undo of a Store reservation: each bucket's TAT
 // before and after the booking, so that cancel can tell whether its slot is
 // still the last one.
-type gcraBooking struct {
-	s       *gcraStore
+type localBooking struct {
+	s       *Store
 	buckets []store.Bucket
 	// prev and booked are indexed as buckets; booked[i] is 0 for a bucket
 	// not booked (deferred): a booked TAT is always after the epoch.
@@ -126,8 +129,8 @@ type gcraBooking struct {
 	one [2]int64
 }
 
-func newGCRABooking(s *gcraStore, bs []store.Bucket) *gcraBooking {
-	u := &gcraBooking{s: s, buckets: bs}
+func newLocalBooking(s *Store, bs []store.Bucket) *localBooking {
+	u := &localBooking{s: s, buckets: bs}
 	if len(bs) == 1 {
 		u.prev, u.booked = u.one[:1:1], u.one[1:2:2]
 	} else {
@@ -137,7 +140,7 @@ func newGCRABooking(s *gcraStore, bs []store.Bucket) *gcraBooking {
 	return u
 }
 
-func (u *gcraBooking) Cancel(context.Context) error {
+func (u *localBooking) Cancel(context.Context) error {
 	s := u.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,7 +156,7 @@ func (u *gcraBooking) Cancel(context.Context) error {
 	return nil
 }
 
-func (s *gcraStore) Pause(_ context.Context, bs []store.Bucket, d time.Duration) error {
+func (s *Store) Pause(_ context.Context, bs []store.Bucket, d time.Duration) error {
 	now := s.clock.Now().UnixNano()
 	until := store.SatAdd(now, int64(max(d, 0)))
 	s.mu.Lock()
@@ -165,9 +168,9 @@ func (s *gcraStore) Pause(_ context.Context, bs []store.Bucket, d time.Duration)
 }
 
 // intervalLocked returns the emission interval in force for b at now: the
-// rule's, or slower while a cap holds the bucket back (see store.limit).
+// rule's, or slower while a cap holds the bucket back (see store.Store.Limit).
 // s.mu must be held.
-func (s *gcraStore) intervalLocked(b store.Bucket, now int64) int64 {
+func (s *Store) intervalLocked(b store.Bucket, now int64) int64 {
 	iv := int64(b.Interval)
 	if len(s.caps) > 0 {
 		if a, ok := s.caps[b.Key]; ok {
@@ -179,7 +182,7 @@ func (s *gcraStore) intervalLocked(b store.Bucket, now int64) int64 {
 
 // maybeSweep drops idle buckets when the map has doubled or a sweep is due.
 // s.mu must be held.
-func (s *gcraStore) maybeSweep(now int64) {
+func (s *Store) maybeSweep(now int64) {
 	if !s.sweep.Due(len(s.tats), now) {
 		return
 	}
@@ -201,62 +204,30 @@ func (s *gcraStore) maybeSweep(now int64) {
 	s.sweep.Swept(len(live), now)
 }
 
-// gcraAllowAt returns the earliest time a request of cost units conforms to
-// a bucket with the given TAT, never earlier than now.
-func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
-	// max(TAT, now) + (cost-burst)·interval, computed as one subtraction
-	// (or addition) of a non-negative term so that a saturated TAT still
-	// yields the right answer instead of wrapping through zero.
-	base := max(tat, now)
-	var at int64
-	if cost <= burst {
-		at = base - store.SatMul(interval, burst-cost)
-	} else {
-		at = store.SatAdd(base, store.SatMul(interval, cost-burst))
-	}
-	return max(at, now)
+// Len returns the number of buckets held: for tests of the sweep and of the
+// Transport's memory.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tats)
 }
 
-// gcraBook returns the TAT of a bucket after a request of cost units departs
-// at time at.
-func gcraBook(tat, at, interval, cost int64) int64 {
-	return store.SatAdd(max(tat, at), store.SatMul(interval, cost))
+// TAT returns the TAT of the bucket key (Unix ns; 0 for a bucket the store
+// does not hold): for tests that hold the store's state to the maths.
+func (s *Store) TAT(key string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tats[key]
 }
 
-// gcraPause returns the TAT that holds a bucket shut until the time until:
-// the next request of cost 1 conforms at until, and the bucket refills from
-// empty afterwards, so a pause never ends in a burst.
-func gcraPause(tat, until, interval, burst int64) int64 {
-	return max(tat, store.SatAdd(until, store.SatMul(interval, burst-1)))
-}
-
-// rateCap holds a bucket below its rule's rate while the server's answers
-// say the fleet has less room than the rule (see quotaview.go): the rate is
-// rate0 at time t0 and climbs by slope per second, until until. A rate0 of
-// 0 caps nothing: the bucket is then only counted (see store.limit). Times
-// are in the store's units (ns locally, µs in Redis), rates in units of
-// cost per second.
-type rateCap struct {
-	rate0 float64
-	t0    int64
-	slope float64
-	until int64
-}
-
-// intervalAt returns the emission interval in force at now for a bucket
-// whose rule has interval iv, given unitsPerSecond store time units per
-// second (1e9 locally, 1e6 in Redis). A cap never loosens a rule.
-func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
-	if now >= a.until {
-		return iv
+// TATs returns a copy of every bucket's TAT, by key: for tests that check a
+// request left the store as it was.
+func (s *Store) TATs() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]int64, len(s.tats))
+	for k, v := range s.tats {
+		m[k] = v
 	}
-	rate := a.rate0 + a.slope*float64(now-a.t0)/unitsPerSecond
-	if rate <= 0 {
-		return iv
-	}
-	adapted := unitsPerSecond / rate
-	if adapted >= float64(math.MaxInt64) {
-		return math.MaxInt64
-	}
-	return max(iv, int64(math.Ceil(adapted)))
+	return m
 }

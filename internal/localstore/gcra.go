@@ -1,0 +1,74 @@
+package localstore
+
+import (
+	"math"
+
+	"github.com/throttlekit/throttle/internal/store"
+)
+
+// This file holds the maths of the generic cell rate algorithm (GCRA), in
+// the store's units (Unix nanoseconds, nanoseconds per unit of cost). The
+// root's leaky.go tells the algorithm as a rule's; internal/redisstore's
+// reserve.lua runs the same steps in Redis, in microseconds, and the
+// root's parity tests hold both to the same decisions. All arithmetic
+// saturates, so huge periods or costs cannot wrap.
+
+// gcraAllowAt returns the earliest time a request of cost units conforms to
+// a bucket with the given TAT, never earlier than now.
+func gcraAllowAt(tat, now, interval, burst, cost int64) int64 {
+	// max(TAT, now) + (cost-burst)·interval, computed as one subtraction
+	// (or addition) of a non-negative term so that a saturated TAT still
+	// yields the right answer instead of wrapping through zero.
+	base := max(tat, now)
+	var at int64
+	if cost <= burst {
+		at = base - store.SatMul(interval, burst-cost)
+	} else {
+		at = store.SatAdd(base, store.SatMul(interval, cost-burst))
+	}
+	return max(at, now)
+}
+
+// gcraBook returns the TAT of a bucket after a request of cost units departs
+// at time at.
+func gcraBook(tat, at, interval, cost int64) int64 {
+	return store.SatAdd(max(tat, at), store.SatMul(interval, cost))
+}
+
+// gcraPause returns the TAT that holds a bucket shut until the time until:
+// the next request of cost 1 conforms at until, and the bucket refills from
+// empty afterwards, so a pause never ends in a burst.
+func gcraPause(tat, until, interval, burst int64) int64 {
+	return max(tat, store.SatAdd(until, store.SatMul(interval, burst-1)))
+}
+
+// rateCap holds a bucket below its rule's rate while the server's answers
+// say the fleet has less room than the rule (see internal/feedback): the rate is
+// rate0 at time t0 and climbs by slope per second, until until. A rate0 of
+// 0 caps nothing: the bucket is then only counted (see store.Store.Limit). Times
+// are in the store's units (ns locally, µs in Redis), rates in units of
+// cost per second.
+type rateCap struct {
+	rate0 float64
+	t0    int64
+	slope float64
+	until int64
+}
+
+// intervalAt returns the emission interval in force at now for a bucket
+// whose rule has interval iv, given unitsPerSecond store time units per
+// second (1e9 locally, 1e6 in Redis). A cap never loosens a rule.
+func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
+	if now >= a.until {
+		return iv
+	}
+	rate := a.rate0 + a.slope*float64(now-a.t0)/unitsPerSecond
+	if rate <= 0 {
+		return iv
+	}
+	adapted := unitsPerSecond / rate
+	if adapted >= float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return max(iv, int64(math.Ceil(adapted)))
+}
