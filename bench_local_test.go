@@ -15,7 +15,7 @@ import (
 )
 
 // The local-decision benchmarks compare the local store's Reserve (the
-// in-process GCRA of leaky.go, as the Transport calls it) with
+// in-process GCRA of internal/localstore, as the Transport calls it) with
 // golang.org/x/time/rate and go.uber.org/ratelimit in the same run, on the
 // path that does not wait: every limiter gets a rate of 10⁹ per second
 // (one per ns) and, where it has one, a burst of 10⁶, so every call is

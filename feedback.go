@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/feedback"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -16,13 +17,8 @@ func WithDialects(ds ...header.Dialect) Option {
 	return optionFunc(func(c *config) { c.dialects = append(c.dialects, ds...) })
 }
 
-// maxQuotaWindow bounds a quota's window as the fleet models it:
-// header.Signal.Normalize bounds a window the server names at one year,
-// and a window worked out from a rule is bounded alike.
-const maxQuotaWindow = 366 * 24 * time.Hour
-
 // listen reads what a response says about the server's limits and acts on
-// it for the whole fleet (see quotaview.go): a response that names a time
+// it for the whole fleet (see internal/feedback): a response that names a time
 // to come back, a rejection that names none, or a fixed window reported
 // exhausted until its reset, pauses every bucket of the request, in the
 // store, so that every replica holds back; and the waiters of this process
@@ -33,33 +29,33 @@ const maxQuotaWindow = 366 * 24 * time.Hour
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
 // at what the server leaves the fleet (store.Store.Limit). It returns the signal
 // and the time it read it at, the clock's one reading for the response.
-func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk booking, resp *http.Response) (header.Signal, time.Time) {
+func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.Booking, resp *http.Response) (header.Signal, time.Time) {
 	now := t.clock.Now()
 	sig := t.signal(resp, now)
 	if len(bs) == 0 || t.noFeedback {
 		return sig, now
 	}
-	act := t.views.read(bs, bk, sig, now.UnixNano())
-	if act.pause == 0 && len(act.caps) == 0 {
+	act := t.views.Read(bs, bk, sig, now.UnixNano())
+	if act.Pause == 0 && len(act.Caps) == 0 {
 		// Nearly every response: nothing for the store.
 		return sig, now
 	}
 	// The store calls must land even if the caller gave up meanwhile:
 	// the server's answer concerns the whole fleet, not this request.
 	ctx = context.WithoutCancel(ctx)
-	if act.pause > 0 {
+	if act.Pause > 0 {
 		// The pause's end here is reckoned from before the store's call,
 		// so that it comes no later than the store's: a slot booked after
 		// the pause is not held back (waitQueue.heldLocked allows the
 		// lateness tolerance for the rest).
-		_ = t.store.Pause(ctx, bs, act.pause)
-		t.queue.hold(bs, now, now.Add(act.pause))
-		t.views.paused(bs, now.Add(act.pause).UnixNano(), now.UnixNano())
+		_ = t.store.Pause(ctx, bs, act.Pause)
+		t.queue.hold(bs, now, now.Add(act.Pause))
+		t.views.Paused(bs, now.Add(act.Pause).UnixNano(), now.UnixNano())
 	}
-	for _, c := range act.caps {
+	for _, c := range act.Caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
-		_ = t.store.Limit(ctx, bs[c.i], c.spec)
+		_ = t.store.Limit(ctx, bs[c.Bucket], c.Cap)
 	}
 	return sig, now
 }

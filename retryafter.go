@@ -12,7 +12,7 @@ import (
 
 // This file is the Transport's reading of when to come back: the cap on
 // every wait a server names, and the delay chosen before a retry. Package
-// header reads what a response says; feedback.go and quotaview.go decide
+// header reads what a response says; feedback.go and internal/feedback decide
 // what the fleet's buckets do with it (a pause, a capped rate).
 
 // WithMaxRetryAfter caps every wait read from a response: a server asking

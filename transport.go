@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/feedback"
 	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -30,7 +31,7 @@ type Transport struct {
 	store store.Store
 	queue *waitQueue
 	// views is this process's reading of the server's quotas.
-	views *quotaViews
+	views *feedback.Views
 	clock Clock
 
 	maxWait       time.Duration
@@ -71,7 +72,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		clock:         cfg.clock,
 		maxWait:       cfg.maxWait,
 		queue:         newWaitQueue(cfg.maxQueue),
-		views:         newQuotaViews(),
+		views:         feedback.NewViews(),
 		dialects:      cfg.dialects,
 		maxRetryAfter: cfg.maxRetryAfter,
 		retry:         cfg.retry.withDefaults(),
@@ -177,13 +178,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // retryAfter waits delay, then for a fresh slot, and returns a copy of req
 // with a fresh body, ready to be sent again, and its booking. On error
 // nothing is booked.
-func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []store.Bucket, delay time.Duration) (*http.Request, booking, error) {
+func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []store.Bucket, delay time.Duration) (*http.Request, feedback.Booking, error) {
 	if err := sleep(ctx, t.clock, delay); err != nil {
-		return nil, booking{}, err
+		return nil, feedback.Booking{}, err
 	}
 	bk, err := t.acquire(ctx, bs)
 	if err != nil {
-		return nil, booking{}, err
+		return nil, feedback.Booking{}, err
 	}
 	next := req.Clone(ctx)
 	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
@@ -191,7 +192,7 @@ func (t *Transport) retryAfter(ctx context.Context, req *http.Request, bs []stor
 		if err != nil {
 			// The slot stays booked: it was spent on a request that
 			// could not be rebuilt, which is rare and costs one slot.
-			return nil, booking{}, err
+			return nil, feedback.Booking{}, err
 		}
 		next.Body = body
 	}
@@ -238,13 +239,13 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 // tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
 // departs (see store.Reservation.Deferred).
-func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (booking, error) {
+func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (feedback.Booking, error) {
 	if len(bs) == 0 {
-		return booking{}, nil
+		return feedback.Booking{}, nil
 	}
 	var err error
 	for attempt := 0; attempt < maxAcquireAttempts; {
-		var bk booking
+		var bk feedback.Booking
 		bk, err = t.acquireOnce(ctx, bs, attempt < maxAcquireAttempts-1)
 		switch {
 		case errors.Is(err, errHeld):
@@ -256,7 +257,7 @@ func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (booking, er
 			return bk, err
 		}
 	}
-	return booking{}, err
+	return feedback.Booking{}, err
 }
 
 // maxAcquireAttempts bounds the times a request books again after waking
@@ -271,22 +272,22 @@ var (
 	errHeld = errors.New("throttle: the slot is in a pause")
 )
 
-func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLate bool) (booking, error) {
+func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLate bool) (feedback.Booking, error) {
 	if err := ctx.Err(); err != nil {
-		return booking{}, err
+		return feedback.Booking{}, err
 	}
 	budget, reason := t.budget(ctx)
 	if err := t.queue.full(bs); err != nil {
-		return booking{}, err
+		return feedback.Booking{}, err
 	}
 	sent := t.clock.Now()
-	t.views.take(bs, sent.UnixNano())
+	t.views.Take(bs, sent.UnixNano())
 	r, err := t.store.Reserve(ctx, bs, budget)
 	if err != nil {
-		t.views.untake(bs, nil, sent.UnixNano())
-		return booking{}, err
+		t.views.Untake(bs, nil, sent.UnixNano())
+		return feedback.Booking{}, err
 	}
-	t.views.untake(bs, &r, sent.UnixNano())
+	t.views.Untake(bs, &r, sent.UnixNano())
 	if r.Held > 0 {
 		// Another replica was told to pause these buckets: this process's
 		// waiters booked before the pause book again after it, as if the
@@ -308,16 +309,16 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		r.Wait -= now.Sub(sent) / 2
 	}
 	if !r.OK {
-		return booking{}, waitError(&r, budget, reason)
+		return feedback.Booking{}, waitError(&r, budget, reason)
 	}
-	bk := booking{depart: now.Add(max(r.Wait, 0)).UnixNano(), counts: r.Counts}
-	t.views.booked(bs, &r, now.UnixNano())
+	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts}
+	t.views.Booked(bs, &r, now.UnixNano())
 	// departed is when the request leaves: now, unless it waited.
 	departed := now
 	if r.Wait > 0 {
 		if err := t.queue.enter(bs); err != nil {
 			t.giveBack(ctx, r)
-			return booking{}, err
+			return feedback.Booking{}, err
 		}
 		defer t.queue.leave(bs)
 		tolerance := anyLateness
@@ -330,22 +331,22 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 			// time it really leaves, which the bucket counts right, and
 			// only a slot with bookings behind it is lost.
 			t.giveBack(ctx, r)
-			return booking{}, err
+			return feedback.Booking{}, err
 		}
 		if err := t.checkHeld(ctx, bs); err != nil {
 			t.giveBack(ctx, r)
-			return booking{}, err
+			return feedback.Booking{}, err
 		}
 		departed = t.clock.Now()
 	}
 	if rest := r.Rest(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {
 			t.giveBack(ctx, r)
-			return booking{}, err
+			return feedback.Booking{}, err
 		}
 		departed = t.clock.Now()
 	}
-	t.views.departed(bs, departed.UnixNano())
+	t.views.Departed(bs, departed.UnixNano())
 	return bk, nil
 }
 
@@ -357,7 +358,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 // A store that cannot answer lets the waiter go.
 func (t *Transport) checkHeld(ctx context.Context, bs []store.Bucket) error {
 	now := t.clock.Now()
-	if !t.views.recheck(bs, now.UnixNano()) {
+	if !t.views.Recheck(bs, now.UnixNano()) {
 		return nil
 	}
 	held, err := t.store.Held(ctx, bs)
@@ -365,7 +366,7 @@ func (t *Transport) checkHeld(ctx context.Context, bs []store.Bucket) error {
 		return nil
 	}
 	t.queue.hold(bs, now, now.Add(held))
-	t.views.paused(bs, now.Add(held).UnixNano(), now.UnixNano())
+	t.views.Paused(bs, now.Add(held).UnixNano(), now.UnixNano())
 	return errHeld
 }
 

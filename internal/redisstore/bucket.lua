@@ -3,7 +3,7 @@
 --
 -- A bucket key holds "tat" alone, or "tat rate0 t0 slope until hold n": its
 -- TAT in µs since the Unix epoch (Redis's clock); while the server's answers
--- are read into the bucket (limit.lua, quotaview.go), its cap: rate0 units
+-- are read into the bucket (limit.lua, internal/feedback), its cap: rate0 units
 -- of cost per second at t0 (µs), climbing by slope per second, over at until
 -- (µs; rate0 0 caps nothing, the bucket is only counted); the end of a pause
 -- the server asked for (pause.lua), hold (µs, 0 when none), which
@@ -57,7 +57,7 @@ local function load(key, now)
 end
 
 -- interval returns the interval in force at now for a rule of interval iv:
--- slower while capped, never faster (capLine.intervalAt in leaky.go).
+-- slower while capped, never faster (rateCap.intervalAt in internal/localstore).
 local function interval(iv, a, now)
   if not a or now >= a[4] then
     return iv

@@ -1,5 +1,5 @@
 -- limit.lua caps buckets at the rate the server's answers leave the fleet
--- (quotaview.go decides it; localStore.limit is the same in Go): from now
+-- (internal/feedback decides it; internal/localstore's Store.Limit is the same in Go): from now
 -- the bucket's interval is at least that of rate0 units of cost per second,
 -- climbing by slope per second, until now + span. A rate0 of 0 caps
 -- nothing: the bucket is only counted (its n, see bucket.lua), so that the

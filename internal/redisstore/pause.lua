@@ -1,8 +1,8 @@
 -- pause.lua holds buckets shut until now + d: the next request of cost 1
 -- conforms at that time and the bucket refills from empty afterwards
--- (gcraPause in leaky.go, in integer microseconds, at the interval in
--- force). It never shortens a longer hold already in place. It also records
--- the pause's end in the bucket (its hold, see bucket.lua), which
+-- (gcraPause in internal/localstore, in integer microseconds, at the
+-- interval in force). It never shortens a longer hold already in place. It
+-- also records the pause's end in the bucket (its hold, see bucket.lua), which
 -- reserve.lua reports to every replica that books the bucket until then:
 -- their waiters whose slots were booked before the pause, inside it, book
 -- again after it (waitQueue.hold) instead of leaving into the server's

@@ -1,7 +1,7 @@
 -- reserve.lua defines reserve, which books one slot for a request in every
--- bucket it needs, all or nothing (GCRA, see leaky.go: this is
--- localStore.reserve in integer microseconds). The request departs at the
--- latest of its earliest times in its buckets. Each bucket is booked at the
+-- bucket it needs, all or nothing (GCRA, see the root's leaky.go: this is
+-- internal/localstore's Store.Reserve in integer microseconds). The request
+-- departs at the latest of its earliest times in its buckets. Each bucket is booked at the
 -- request's earliest time in it, unless that comes before the departure by
 -- more than the bucket's lateness tolerance: such a bucket is deferred (not
 -- booked; the caller books it at the departure, see reservation.deferred).

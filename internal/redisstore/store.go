@@ -76,7 +76,7 @@ const MaxSpanMicros = 1 << 49
 // Store keeps buckets in Redis, shared by every Transport using the
 // same Redis and namespace. A bucket is one string key holding its TAT in
 // Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
-// the root's local store (leaky.go). It is safe for concurrent use (go-redis clients are).
+// the local store (internal/localstore). It is safe for concurrent use (go-redis clients are).
 type Store struct {
 	rdb redis.UniversalClient
 	ns  string

@@ -46,7 +46,7 @@ type Store interface {
 	// rate 0, which caps nothing) is in force, the store counts the units
 	// the replicas report sent in the bucket (Bucket.Sent, added when a
 	// request is booked) and reports the count with every reservation
-	// (Reservation.Counts): the fleet's own traffic, which the root's quotaview.go
+	// (Reservation.Counts): the fleet's own traffic, which internal/feedback
 	// sets against what the server says it counted.
 	Limit(ctx context.Context, b Bucket, c Cap) error
 
@@ -72,10 +72,11 @@ type Bucket struct {
 	Burst    int64         // capacity, in units of cost
 	Cost     int64         // this request's weight, 1 ≤ cost ≤ burst
 	// Lateness is how late after its slot a waiter may still leave: the
-	// jitter the rule's headroom pays for (see the root's compileRules).
+	// jitter the rule's headroom pays for (see the root's leaky.go).
 	Lateness time.Duration
 	// Rate per period is the rule's Limit as written, and headroom the
-	// rule's headroom: what the root's quotaview.go reads the server's answers against.
+	// rule's headroom: what internal/feedback reads the server's answers
+	// against.
 	Rate     int64
 	Period   time.Duration
 	Headroom float64

@@ -1,4 +1,4 @@
-package throttle
+package feedback
 
 import (
 	"math"
@@ -12,9 +12,11 @@ import (
 // quotaBucket is a bucket of a rule of 100 per second, burst 1, at the
 // default headroom: a rule equal to a quota of 100 per second.
 func quotaBucket() store.Bucket {
-	l := Limit{Rate: 100, Period: time.Second, Burst: 1}
-	return store.Bucket{Key: "api", Rule: "api", Interval: l.interval(DefaultHeadroom), Burst: 1, Cost: 1,
-		Rate: int64(l.Rate), Period: l.Period, Headroom: DefaultHeadroom}
+	// As the root compiles Limit{Rate: 100, Period: time.Second, Burst: 1}
+	// at throttle.DefaultHeadroom (leaky.go): Period / (Rate·(1-headroom)).
+	headroom := 0.02
+	return store.Bucket{Key: "api", Rule: "api", Interval: time.Duration(float64(time.Second) / (100 * (1 - headroom))), Burst: 1, Cost: 1,
+		Rate: 100, Period: time.Second, Headroom: headroom}
 }
 
 // fill gives vw a ledger in which the fleet sent perSecond units a second,
@@ -154,16 +156,16 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 		t.Errorf("fixed spread = %+v, want %.2f/s for 49s", spec, want)
 	}
 
-	views := newQuotaViews()
+	views := NewViews()
 	views.views["api"] = &quotaView{fixed: true}
 	bs := []store.Bucket{b}
 	exhausted := header.Signal{Quotas: []header.Quota{xrl(100, 0, 20*time.Second)}}
-	if act := views.read(bs, booking{}, exhausted, now); act.pause != 20*time.Second {
-		t.Errorf("fixed, none left: pause %v, want 20s", act.pause)
+	if act := views.Read(bs, Booking{}, exhausted, now); act.Pause != 20*time.Second {
+		t.Errorf("fixed, none left: pause %v, want 20s", act.Pause)
 	}
 	views.views["api"].fixed = false
-	if act := views.read(bs, booking{}, header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, now); act.pause != 0 {
-		t.Errorf("sliding, none left on a success: pause %v, want none", act.pause)
+	if act := views.Read(bs, Booking{}, header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, now); act.Pause != 0 {
+		t.Errorf("sliding, none left on a success: pause %v, want none", act.Pause)
 	}
 }
 
@@ -171,12 +173,12 @@ func TestQuotaViewFixedWindow(t *testing.T) {
 // for a backoff that doubles while they continue, and starts again after a
 // success.
 func TestQuotaViewNoWaitBackoff(t *testing.T) {
-	views := newQuotaViews()
+	views := NewViews()
 	bs := []store.Bucket{quotaBucket()}
 	rejected := header.Signal{Limited: true, Reason: "global-rate"}
 	var got []time.Duration
 	for range 6 {
-		got = append(got, views.read(bs, booking{}, rejected, 0).pause)
+		got = append(got, views.Read(bs, Booking{}, rejected, 0).Pause)
 	}
 	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}
 	for i := range want {
@@ -184,25 +186,25 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 			t.Fatalf("pauses %v, want %v", got, want)
 		}
 	}
-	views.read(bs, booking{}, header.Signal{}, 0) // a success
+	views.Read(bs, Booking{}, header.Signal{}, 0) // a success
 	if views.struck.Load() != 0 {
 		t.Error("a success left strikes")
 	}
-	if d := views.read(bs, booking{}, rejected, 0).pause; d != noWaitPause {
+	if d := views.Read(bs, Booking{}, rejected, 0).Pause; d != noWaitPause {
 		t.Errorf("after a success: %v, want %v", d, noWaitPause)
 	}
 	named := header.Signal{Limited: true, RetryAfter: 3 * time.Second, HasRetryAfter: true}
-	if d := views.read(bs, booking{}, named, 0).pause; d != 3*time.Second {
+	if d := views.Read(bs, Booking{}, named, 0).Pause; d != 3*time.Second {
 		t.Errorf("named wait: %v", d)
 	}
-	views.paused(bs, int64(3*time.Second), 0)
+	views.Paused(bs, int64(3*time.Second), 0)
 	// 2.5 s later a request that was in flight names 1 s (rounded up from
 	// 0.5 s): the same pause, not a longer one.
-	if d := views.read(bs, booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).pause; d != 0 {
+	if d := views.Read(bs, Booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).Pause; d != 0 {
 		t.Errorf("the same pause told again: %v, want none", d)
 	}
 	// After it, a wait is a new pause.
-	if d := views.read(bs, booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).pause; d != time.Second {
+	if d := views.Read(bs, Booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).Pause; d != time.Second {
 		t.Errorf("a pause after the first: %v, want 1s", d)
 	}
 }

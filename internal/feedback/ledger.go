@@ -1,0 +1,132 @@
+package feedback
+
+import "math"
+
+// ledgerSize of them span two of the rule's periods.
+type ledger struct {
+	t, n      [ledgerSize]int64
+	head, len int
+}
+
+// add records that the bucket's count was n at t, unless the last sample
+// is closer than spacing. A count lower than
+// the last one means the store started counting afresh: the ledger does.
+func (l *ledger) add(t, n, spacing int64) {
+	if l.len > 0 {
+		last := (l.head + l.len - 1) % ledgerSize
+		switch {
+		case n < l.n[last]:
+			l.len = 0
+		case t < l.t[last]+spacing:
+			return
+		}
+	}
+	i := (l.head + l.len) % ledgerSize
+	if l.len == ledgerSize {
+		l.head = (l.head + 1) % ledgerSize
+	} else {
+		l.len++
+	}
+	l.t[i], l.n[i] = t, n
+}
+
+// window returns the units sent in the w before t, and the span of it the
+// count covers (less than w when the count began within it, see at). The
+// samples reach to the newest one taken by t, at end; from there to t the
+// count is carried on at the rate of the w before end. A full window
+// slides with t, so what it lost at its start between end−w and t−w is
+// taken off again: carrying on alone would count a window of w + (t−end),
+// up to a sixteenth of a window's traffic too much, which is the reserve
+// of a quota of 100 spent (the shared-quota run held the server's window
+// at 99–100 that way). A replica whose waiters all sleep takes no sample
+// until one of them is back, so the newest sample may be well before t;
+// one older than w/maxStaleShare is too old to carry on (false), and so is
+// a ledger that does not reach back over w.
+func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
+	if l.len == 0 {
+		return 0, 0, false
+	}
+	end := int64(math.MinInt64)
+	for k := l.len - 1; k >= 0; k-- {
+		if ts := l.t[(l.head+k)%ledgerSize]; ts <= t {
+			end = ts
+			break
+		}
+	}
+	if end == math.MinInt64 || t-end > w/maxStaleShare {
+		return 0, 0, false
+	}
+	a, ok := l.at(end - w)
+	if !ok {
+		return 0, 0, false
+	}
+	b, _ := l.at(end)
+	own = max(b-a, 0)
+	if end-w >= l.t[l.head] {
+		if t > end {
+			left, _ := l.at(t - w)
+			own = max(own+own*float64(t-end)/float64(w)-(left-a), 0)
+		}
+		return own, w, true
+	}
+	// The count began within the window (at the oldest sample, as at
+	// found): the window is all of the count, and it grows with t. Over a
+	// count that covers less than the staleness bound, its rate says too
+	// little to carry on at all.
+	covered = end - l.t[l.head]
+	if covered >= w/maxStaleShare {
+		own += own * float64(t-end) / float64(covered)
+	}
+	return own, max(covered, 1) + t - end, true
+}
+
+// minCoveredShare: a reading needs the count to cover at least this share
+// of its window (1/8): over less, a reading against the ledger is mostly
+// the noise of the requests in flight, and a replica that has just begun
+// (an idle one's first request) has counted next to nothing.
+const minCoveredShare = 8
+
+// maxStaleShare bounds how far before a reading the newest sample may be,
+// as a share of the window: a sixteenth of the window's traffic carried on
+// at its mean rate errs by a little of that sixteenth.
+const maxStaleShare = 16
+
+// since returns the units sent after t, up to the newest sample.
+func (l *ledger) since(t int64) (float64, bool) {
+	a, ok := l.at(t)
+	if !ok {
+		return 0, false
+	}
+	return max(float64(l.n[(l.head+l.len-1)%ledgerSize])-a, 0), true
+}
+
+// at returns the count at t, interpolated between the samples around it
+// (the newest after them); false when t is before the oldest sample,
+// unless that sample was taken as the count began (its count at most
+// countStart): nothing was counted before, so the count at t is its start.
+// Counts come in fractions of a unit: rounding the ends of a window down
+// errs by up to a unit, which is the whole reserve of a quota of 20.
+func (l *ledger) at(t int64) (float64, bool) {
+	if l.len == 0 {
+		return 0, false
+	}
+	if t < l.t[l.head] {
+		if l.n[l.head] <= countStart {
+			return float64(min(l.n[l.head], 1)), true
+		}
+		return 0, false
+	}
+	prev := l.head
+	for k := 1; k < l.len; k++ {
+		i := (l.head + k) % ledgerSize
+		if l.t[i] > t {
+			span := l.t[i] - l.t[prev]
+			if span <= 0 {
+				return float64(l.n[prev]), true
+			}
+			return float64(l.n[prev]) + float64(l.n[i]-l.n[prev])*float64(t-l.t[prev])/float64(span), true
+		}
+		prev = i
+	}
+	return float64(l.n[prev]), true
+}

@@ -1,0 +1,428 @@
+package feedback
+
+import (
+	"math"
+	"time"
+
+	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/store"
+)
+
+// This file holds the model of the server's limiter that the fleet reads
+// the server's answers into (docs/FEEDBACK.md tells it in full, with the
+// measurements behind each constant).
+//
+// The server counts in its window W what the whole fleet, and anyone else
+// on the same quota, sent, and admits L. A response reports what remains,
+// R, at about the moment the request reached it. The fleet knows what it
+// sent itself: while the server reports a quota, every replica reports the
+// units it sent in the bucket with its next reservation, the store adds
+// them to the bucket's count, every reservation returns the count, and
+// each replica keeps a ledger of (time, count) samples from its own
+// reservations. Only what left counts: a slot booked and given back, or
+// held by a pause and booked again, was never seen by the server. One reading then tells how much the fleet may send per
+// window: what it sent in the window before the request's departure d,
+// plus what remains, less a reserve for jitter (the rule's headroom of L):
+//
+//	room = own(d-W, d] + R - (headroom·L + 1),   rate = room / W.
+//
+// (In the first window, where the count covers only part of W, what others
+// spent in it beyond the reserve, L - R - own - reserve, is taken at a whole
+// window's worth.)
+//
+// Whatever else spends the quota (another consumer, a quota smaller than
+// the rule) shows as a smaller R beside the same own; nothing else needs
+// estimating, and a reading needs no memory of the ones before: each
+// replaces the last. The reserve's extra unit is the resolution of a
+// reading (whole requests) for a window shared with another stream, each
+// landing up to a request off its pace; a room within one unit of the
+// rule's is the rule's, so that a fleet alone on its quota pays nothing
+// for it. A rate below the rule's caps the bucket for capWindows
+// windows, renewed by the next readings; a rate at or above it leaves the
+// bucket to its rule. With the rule equal to the quota and nobody else on
+// it, own ≈ (1-headroom)·L and R ≈ headroom·L, so the cap is the rule
+// itself: reading the server costs nothing where it has nothing to add.
+//
+// A fixed window says more: R is all there is until the reset T, when the
+// quota refills. A quota whose reset stays put for longer than whole-second
+// rounding can explain (fixedAfter, within resetSlack) is read as fixed:
+// the bucket then spends R, less what the fleet booked since the reading,
+// evenly until T, and a success reporting nothing left pauses the fleet
+// until T. Anything else (a reset that moves with every answer, windows too
+// short to tell) is read as sliding, which never holds the fleet back for a
+// reset.
+//
+// The first window need not wait for a ledger a window long: the store
+// counts from the first answer that reports a quota, which comes as the
+// fleet starts, so a ledger that reaches back to where the count began
+// (within countStart units) counts everything the fleet sent.
+//
+// A rejection reports R = 0 by itself. With no quota report at all (a bare
+// 429 with or without Retry-After) the server's L and W are unknown: the
+// rule's period stands for W, the room is what the fleet sent in it less
+// the rule's headroom, and since such a server says nothing more until it
+// rejects again, the cap climbs back to the rule by headroom·rule per
+// climbWindows windows. A rejection met while the fleet sent less than
+// half its rule in the window is a refusal, not a full window (the server
+// paused, or the fleet had just been paused): it pauses the fleet and caps
+// nothing.
+//
+// A wait that ends within sameWaitSlack after a pause this process knows of
+// is that pause told again (whole seconds round up): it does not extend it.
+//
+// A rejection that names no wait pauses the fleet for noWaitPause, doubling
+// with every such rejection in a row up to noWaitMaxPause, and back to the
+// start after a success; for recheckAfterPause after a pause, every waiter
+// that slept asks the store whether another replica was told of a new one
+// before it departs (Views.Recheck; the root's Transport.checkHeld asks),
+// so that a fleet probing a refusal sends about one request into each
+// pause, not one per replica.
+const (
+	capWindows         = 2
+	countWindows       = 10
+	climbWindows       = 10
+	minUnitsPerWindow  = 8
+	resetSlack         = 1250 * time.Millisecond
+	fixedAfter         = 2 * time.Second
+	noWaitPause        = 50 * time.Millisecond
+	noWaitMaxPause     = 250 * time.Millisecond
+	recheckAfterPause  = time.Second
+	sameWaitSlack      = time.Second
+	resetRounding      = time.Second
+	ledgerSize         = 64
+	countStart         = 1 + minUnitsPerWindow
+	ledgerSamplesPerW  = ledgerSize / 2
+	quotaViewIdleAfter = time.Minute
+)
+
+// Read works out what sig, the answer to a request booked as bk in bs,
+// asks of the store at now.
+func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64) Actions {
+	var act Actions
+	quotas := requestQuotas(sig.Quotas)
+	if !sig.Limited && !sig.HasRetryAfter && quotas == 0 {
+		if v.struck.Load() > 0 {
+			v.mu.Lock()
+			for i := range bs {
+				if vw := v.views[bs[i].Key]; vw != nil && vw.strikes > 0 {
+					vw.strikes = 0
+					v.struck.Add(-1)
+				}
+			}
+			v.mu.Unlock()
+		}
+		return act
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	vws := make([]*quotaView, len(bs))
+	for i := range bs {
+		vws[i] = v.viewLocked(bs[i].Key, now)
+		vws[i].detect(sig.Quotas, now)
+	}
+	act.Pause = v.pauseLocked(vws, sig)
+	if act.Pause > 0 && act.Pause < time.Duration(math.MaxInt64-now) {
+		// The same pause told again: a wait in whole seconds rounds up,
+		// so the requests already in flight into a pause come back naming
+		// ends up to a second later than the first did. Extending by them
+		// would hold the fleet up to a second past a pause that ended.
+		end := now + int64(act.Pause)
+		told := true
+		for _, vw := range vws {
+			told = told && vw.pausedUntil > now && end <= vw.pausedUntil+int64(sameWaitSlack)
+		}
+		if told {
+			act.Pause = 0
+		}
+	}
+	for i := range bs {
+		spec, force, ok := vws[i].decide(&bs[i], bk.Depart, bk.count(i) > 0, sig, now)
+		if ok && vws[i].shouldSend(spec, force, &bs[i], now) {
+			vws[i].sent, vws[i].sentAt = spec, now
+			act.Caps = append(act.Caps, BucketCap{Bucket: i, Cap: spec})
+		}
+	}
+	return act
+}
+
+// pauseLocked returns the pause sig asks of the fleet (0 for none) and
+// keeps the views' count of rejections in a row. v.mu must be held.
+func (v *Views) pauseLocked(vws []*quotaView, sig header.Signal) time.Duration {
+	if !sig.Limited {
+		for _, vw := range vws {
+			if vw.strikes > 0 {
+				vw.strikes = 0
+				v.struck.Add(-1)
+			}
+		}
+	}
+	wait, named := sig.Wait()
+	switch {
+	case sig.HasRetryAfter:
+		return wait
+	case named && sig.Limited:
+		return wait
+	case named:
+		// A success reporting nothing left: a fixed window stays empty
+		// until its reset, a sliding one frees slots before it.
+		for _, vw := range vws {
+			if vw.fixed {
+				return wait
+			}
+		}
+		return 0
+	case sig.Limited:
+		strikes := 0
+		for _, vw := range vws {
+			if vw.strikes == 0 {
+				v.struck.Add(1)
+			}
+			vw.strikes++
+			strikes = max(strikes, vw.strikes)
+		}
+		return noWaitFor(strikes)
+	}
+	return 0
+}
+
+// refusal reports whether a rejection met when the fleet had sent own in
+// the window w, under half what its rule allows there, is a refusal (a
+// pause, an outage of the server) rather than the sign of a full window:
+// it then says nothing of the room the window leaves.
+func refusal(own float64, w time.Duration, ruleRate float64) bool {
+	return own < ruleRate*w.Seconds()/2
+}
+
+// noWaitFor returns the pause after the strikes-th rejection in a row that
+// named no wait: noWaitPause, doubling, at most noWaitMaxPause.
+func noWaitFor(strikes int) time.Duration {
+	d := noWaitPause
+	for i := 1; i < strikes && d < noWaitMaxPause; i++ {
+		d *= 2
+	}
+	return min(d, noWaitMaxPause)
+}
+
+// requestQuotas returns how many of qs report a limit and what remains of
+// it in requests: what the model reads (a token quota counts something
+// the fleet's buckets do not).
+func requestQuotas(qs []header.Quota) int {
+	n := 0
+	for i := range qs {
+		if readable(&qs[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func readable(q *header.Quota) bool {
+	return q.HasLimit && q.HasRemaining && q.Limit > 0 && (q.Unit == "" || q.Unit == "requests")
+}
+
+// detect updates the fixed-window reading from the first readable quota
+// with a reset: see the file's comment.
+func (vw *quotaView) detect(qs []header.Quota, now int64) {
+	for i := range qs {
+		q := &qs[i]
+		if !readable(q) || !q.HasReset || q.Reset <= 0 {
+			continue
+		}
+		at := store.SatAdd(now, int64(q.Reset))
+		switch d := at - vw.resetAt; {
+		case vw.resetAt == 0:
+			vw.resetAt, vw.resetSince = at, now
+		case now >= vw.resetAt:
+			// The reset came: a new window, as a fixed one does.
+			vw.resetAt, vw.resetSince = at, now
+		case d >= -int64(resetSlack) && d <= int64(resetSlack):
+			if now-vw.resetSince >= int64(fixedAfter) {
+				vw.fixed = true
+			}
+		default:
+			// The reset moved before it came: the window slides.
+			vw.fixed = false
+			vw.resetAt, vw.resetSince = at, now
+		}
+		return
+	}
+}
+
+// decide returns the cap bucket b should have after sig, the answer to a
+// request departing at depart whose bucket the store counts (counted);
+// force when it must reach the store whatever was sent before (a
+// rejection's); ok false when sig says nothing the model can use.
+func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig header.Signal, now int64) (spec store.Cap, force, ok bool) {
+	ruleRate := 1e9 / float64(b.Interval)
+	countOnly := store.Cap{Span: countWindows * ruleWindow(b)}
+	if !counted {
+		// Count first, to read the next answers.
+		if sig.Limited || requestQuotas(sig.Quotas) > 0 {
+			return countOnly, false, true
+		}
+		return store.Cap{}, false, false
+	}
+	best, bestOK := store.Cap{}, false
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if !readable(q) {
+			continue
+		}
+		w := quotaWindow(q, b)
+		if vw.window == 0 || w < vw.window {
+			vw.window = w
+		}
+		reserve := b.Headroom*float64(q.Limit) + 1
+		var c store.Cap
+		if vw.fixed && q.HasReset && q.Reset > 0 {
+			// What remains until the reset, less what the fleet has
+			// sent since this request (as far as this process knows).
+			since, ok := vw.ledger.since(depart)
+			if !ok {
+				continue
+			}
+			// Spread over the reset less its rounding: a reset in whole
+			// seconds may come up to a second early, and erring that way
+			// costs nothing (an empty fixed window pauses the fleet until
+			// it refills), while the other way holds the fleet below the
+			// quota for the whole window.
+			room := float64(q.Remaining) - reserve - since
+			in := max(q.Reset-resetRounding, q.Reset/2)
+			c = store.Cap{Rate: max(room, 0) / in.Seconds(), Span: in}
+		} else {
+			own, covered, ok := vw.ledger.window(int64(w), depart)
+			if !ok || covered < int64(w)/minCoveredShare || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
+				continue
+			}
+			// What others spent in the span the count covers; in the first
+			// window their spending so far is only part of what they will
+			// spend in it, and what exceeds the reserve (the noise of one
+			// reading against the ledger: whole requests, some in flight)
+			// counts at a whole window's worth.
+			others := max(float64(q.Limit-q.Remaining)-own, 0)
+			if covered < int64(w) && others > reserve {
+				others = reserve + (others-reserve)*float64(w)/float64(covered)
+			}
+			room := float64(q.Limit) - others - reserve
+			c = store.Cap{Rate: room / w.Seconds(), Span: capWindows * w}
+		}
+		c.Rate = max(c.Rate, minUnitsPerWindow/w.Seconds())
+		if c.Rate*w.Seconds()+deadBand >= ruleRate*w.Seconds()-1e-3 {
+			// Within the dead band of the rule: the reserve's extra unit
+			// is for a quota shared with others; alone, the rule is it.
+			c.Rate = ruleRate
+		}
+		if !bestOK || c.Rate < best.Rate {
+			best, bestOK = c, true
+		}
+	}
+	switch {
+	case bestOK:
+		if best.Rate >= ruleRate {
+			return countOnly, false, true
+		}
+		// A rejection's cap goes at once: the waiters a pause sends back
+		// book again at the rate in force when it ends.
+		return best, sig.Limited, true
+	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
+		return store.Cap{}, false, false
+	}
+	// A rejection with no quota report: see the file's comment.
+	w := ruleWindow(b)
+	own, covered, ok := vw.ledger.window(int64(w), depart)
+	if !ok || refusal(own, time.Duration(covered), ruleRate) {
+		return store.Cap{}, false, false
+	}
+	rate := max((own-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
+	if rate >= ruleRate {
+		return countOnly, false, true
+	}
+	slope := b.Headroom * ruleRate / (climbWindows * w.Seconds())
+	if slope <= 0 {
+		slope = ruleRate / (climbWindows * w.Seconds())
+	}
+	span := time.Duration((ruleRate - rate) / slope * 1e9)
+	return store.Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
+}
+
+// shouldSend reports whether spec must go to the store: a rejection's cap
+// always; otherwise a cap below the one this process sent last (any
+// tightening: the reserve is a few units a window, and a cap left a drift
+// above the reading spends them), a cap above it by more than maxCapDrift
+// of the rule (a cap where there was none, only when this far below the
+// rule; none where there was a cap, always), or when the last one is half
+// through its span; and never more often than ledgerSamplesPerW times a
+// window, so a busy bucket costs the store a few calls a window.
+func (vw *quotaView) shouldSend(spec store.Cap, force bool, b *store.Bucket, now int64) bool {
+	if force || vw.sentAt == 0 {
+		return true
+	}
+	since := now - vw.sentAt
+	if since < int64(ruleWindow(b))/ledgerSamplesPerW {
+		return false
+	}
+	ruleRate := 1e9 / float64(b.Interval)
+	switch {
+	case vw.sent.Rate == 0 && spec.Rate > 0:
+		// From the rule to a cap: only for more than the drift, so that
+		// a reading a unit or two low, jitter at a quota the fleet has
+		// alone, costs nothing.
+		return spec.Rate < ruleRate*(1-maxCapDrift)
+	case spec.Rate == 0 && vw.sent.Rate > 0:
+		return true
+	case spec.Rate > 0 && spec.Rate < vw.sent.Rate:
+		return true
+	case spec.Rate-vw.sent.Rate > maxCapDrift*ruleRate:
+		return true
+	}
+	return since >= int64(vw.sent.Span)/2
+}
+
+// deadBand is how close to the rule, in units a window, a room is the rule.
+// A fleet alone at its rule reads own + R between L − 1 and L: the server
+// counts whole requests, and a window of a rule that is not a whole number
+// a window holds one more or one fewer, so a reading's room falls anywhere
+// from one to two units below the rule (measured: R = 0, own = 19.6, room
+// 18.2 at a quota of 20, rule 19.6). With a band of one unit, half the
+// readings of a fleet alone capped it, and a quota of 20 a second, where a
+// first cap need be only 0.4 below the rule, held at 18.2 (the matrix's
+// 20/s steady cells: 0.96 of the quota beside 0.98 without reading).
+const deadBand = 2
+
+// maxCapDrift is how far, as a share of the rule, a new cap may rise above
+// the last one sent before it is worth a store call.
+const maxCapDrift = 0.02
+
+// span returns the window the ledger's samples are spaced for: the
+// shortest a reading has needed, the rule's period before any. A reading
+// over a window much longer than that finds no ledger reaching back so far
+// and caps nothing by the sliding reading (a day-long policy beside a
+// burst one); a fixed window needs only the ledger's last samples.
+func (vw *quotaView) span(b *store.Bucket) time.Duration {
+	if vw.window > 0 {
+		return vw.window
+	}
+	return ruleWindow(b)
+}
+
+// ruleWindow returns the rule's period: the window the model assumes when
+// the server names none and reports no limit.
+func ruleWindow(b *store.Bucket) time.Duration { return max(b.Period, time.Millisecond) }
+
+// maxQuotaWindow bounds a quota's window as the fleet models it:
+// header.Signal.Normalize bounds a window the server names at one year,
+// and a window worked out from a rule is bounded alike.
+const maxQuotaWindow = 366 * 24 * time.Hour
+
+// quotaWindow returns q's window: the one the server names, else the time
+// the rule takes to spend q's limit (the rule's period when the rule is the
+// quota).
+func quotaWindow(q *header.Quota, b *store.Bucket) time.Duration {
+	if q.Window > 0 {
+		return q.Window
+	}
+	w := float64(b.Period) * float64(q.Limit) / float64(max(b.Rate, 1))
+	return time.Duration(min(max(w, float64(time.Millisecond)), float64(maxQuotaWindow)))
+}
+
+// ledger is a ring of (time, count) samples of one bucket, spaced so that
