@@ -172,9 +172,10 @@ type busiest struct {
 // figures is what a run measured, for the gates and the table.
 type figures struct {
 	// switched and back are the busiest 1 s windows starting in the
-	// switch span [fault − 1 s, fault + 1 s) and the return span
-	// [return − 1 s, return + 3 s); elsewhere the busiest starting
-	// anywhere else in the run.
+	// switch span [fault − 1 s, fault + 2 s) and the return span
+	// [return − 1 s, the run's end); elsewhere the busiest starting
+	// anywhere else: on the shared bucket before the fault, or in the
+	// outage's steady state.
 	switched, back, elsewhere busiest
 	// useOutage and useAfter are the accepted (200) requests over the
 	// quota of [fault, return) and of the after phase from the return.
@@ -211,14 +212,14 @@ func measure(r *outageRun) figures {
 
 	times := r.arrivals.Times()
 	first, last, _ := fleettest.Span(times)
-	swFrom, swTo := r.faulted-time.Second, r.faulted+time.Second
-	backFrom, backTo := r.returned-time.Second, r.returned+3*time.Second
+	swFrom, swTo := r.faulted-time.Second, r.faulted+2*time.Second
+	backFrom, backTo := r.returned-time.Second, max(last+1, r.end)
 	at := func(from, to time.Duration) busiest {
 		n, w := fleettest.MaxInWindowStarting(times, time.Second, from, to)
 		return busiest{n, w}
 	}
 	f.switched, f.back = at(swFrom, swTo), at(backFrom, backTo)
-	for _, b := range []busiest{at(first, swFrom), at(swTo, backFrom), at(backTo, last+1)} {
+	for _, b := range []busiest{at(first, swFrom), at(swTo, backFrom)} {
 		if b.n > f.elsewhere.n {
 			f.elsewhere = b
 		}

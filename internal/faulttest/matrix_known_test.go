@@ -15,8 +15,40 @@ type knownFailure struct {
 	match, gate, measured, why string
 }
 
+// Why the product fails, in the words of issue 11 and of the reading of
+// fallback.go, fallback_local.go and breaker.go that docs/OUTAGES.md's
+// matrix section gives.
+const (
+	whySwitch = "at the switch, the slots the replicas booked in Redis for their waiting requests still depart, on top of fresh local buckets (full, at the rule's share) that know nothing of them; at 20/s every replica's local burst is at least 1 (4 or 8 against the rule's 1)"
+	whyReturn = "at the return, the replicas back first spend the shared rate while the others still spend their local share, and when the 2 s grace period ends the requests held to their local slots leave together; the rejections of that window are retried (default policy) into the next"
+	whyWindow = "at 20/s with 8 replicas the outage's local buckets (2.5/s each, burst floored at 1, not 0) burst 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
+	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
+	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
+	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–160/s of 196 at 200/s)"
+)
+
 // knownFailures are the matrix's known failures, in one place.
-var knownFailures = []knownFailure{}
+var knownFailures = []knownFailure{
+	{"4x8_20rps_", gateSwitch, "37 and 38 in a window (limit 22)", whySwitch},
+	{"8x16_20rps_", gateSwitch, "31 and 28 (limit 22)", whySwitch},
+	{"8x16_200rps_", gateSwitch, "227–234 (limit 211); the issue saw 263", whySwitch},
+	{"busy+7idle_20rps_", gateSwitch, "30 and 31 (limit 22)", whySwitch},
+
+	{"4x8_20rps_", gateReturn, "27–29 (limit 22)", whyReturn},
+	{"8x16_20rps_", gateReturn, "29 and 35 (limit 22)", whyReturn},
+	{"8x16_200rps_", gateReturn, "208–213 (limit 211)", whyReturn},
+	{"busy+7idle_20rps_", gateReturn, "23 (limit 22)", whyReturn},
+
+	{"8x16_20rps_", gateWindow, "37 and 38 in the outage's steady state (limit 22)", whyWindow},
+
+	{"4x8_20rps_", gateUseOutage, "0.919 and 0.945", whyLowUse},
+	{"8x16_20rps_", gateUseOutage, "0.925 and 0.935", whyLowUse},
+	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.17 at 200/s, 0.13 at 1000/s", whyShare},
+
+	{"4x8_", gateUseAfter, "0.58–0.94 (0.85 and 0.94 at 20/s, 0.58 and 0.64 at 200/s, 0.73 and 0.89 at 1000/s)", whyAfter},
+	{"8x16_", gateUseAfter, "0.62–0.95 (0.68–0.92 at 200/s, the issue's case)", whyAfter},
+	{"busy+7idle_", gateUseAfter, "0.45–0.90", whyAfter},
+}
 
 // knownFailureOf returns the entry listing gate of cell name, or nil.
 func knownFailureOf(name, gate string) *knownFailure {
