@@ -210,9 +210,10 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		logRun(t, run, f)
 		r.fig, r.state = f, done
 		r.failures = gates(run, f, false)
+		granted := gates(run, f, true)
+		r.stallsExplain = len(r.failures) > 0 && len(granted) == 0
 		unknown := unlisted(c, r.failures)
-		r.stallsExplain = len(r.failures) > 0 && len(unlisted(c, gates(run, f, true))) == 0
-		if len(unknown) == 0 || !r.stallsExplain || r.runs == maxRuns || !m.fits(t, c) {
+		if len(unknown) == 0 || len(unlisted(c, granted)) > 0 || r.runs == maxRuns || !m.fits(t, c) {
 			break
 		}
 		t.Logf("failed (%s) while the machine stalled %v: running the cell again", joinMsgs(unknown), f.stalled.Round(time.Millisecond))
@@ -274,7 +275,7 @@ type row struct {
 	fig      figures
 	failures []gateFailure
 	// runs is how many times the cell ran; stallsExplain that the last
-	// run's stalls could explain its failures.
+	// run's stalls could explain all its failures.
 	runs          int
 	stallsExplain bool
 }
