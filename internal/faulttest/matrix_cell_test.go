@@ -187,7 +187,6 @@ type figures struct {
 	errors    map[string]int
 	samples   []string
 	stalled   time.Duration // stall time over the run, overlaps once
-	slotTime  time.Duration // one request at the rule's rate
 	outageLen time.Duration
 	afterLen  time.Duration
 	// slowestSwitch and slowestReturn are the workers' slowest change
@@ -200,9 +199,8 @@ type figures struct {
 // measure works out the figures of a run.
 func measure(r *outageRun) figures {
 	c := r.cell
-	f := figures{statuses: map[int]int{}, errors: map[string]int{}, slotTime: time.Second / time.Duration(c.rate)}
 	tot := fleettest.Totals(r.sums)
-	f.statuses, f.errors, f.samples = tot.Statuses, tot.Errors, tot.Samples
+	f := figures{statuses: tot.Statuses, errors: tot.Errors, samples: tot.Samples}
 	for kind, n := range tot.Errors {
 		if kind != fleettest.ErrKindBeyondDeadline && kind != fleettest.ErrKindContext {
 			f.failed += n
