@@ -24,7 +24,7 @@ const (
 	whyWindow = "at 20/s with 8 replicas the outage's local buckets (2.5/s each, burst floored at 1, not 0) burst 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
 	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
 	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
-	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–160/s of 196 at 200/s)"
+	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–190/s of 196 at 200/s)"
 )
 
 // knownFailures are the matrix's known failures, in one place.
@@ -37,7 +37,7 @@ var knownFailures = []knownFailure{
 
 	{"4x8_20rps_", gateReturn, "25–29 (limit 22)", whyReturn},
 	{"8x16_20rps_", gateReturn, "29–35 (limit 22)", whyReturn},
-	{"8x16_200rps_", gateReturn, "208–213 (limit 211), at the limit in half the runs", whyReturn},
+	{"8x16_200rps_", gateReturn, "208–213 (limit 211), at the limit in half the runs; 227 in a run that stalled 2.3 s", whyReturn},
 	{"busy+7idle_20rps_", gateReturn, "23 (limit 22)", whyReturn},
 
 	{"8x16_20rps_", gateWindow, "37–39 in the outage's steady state (limit 22)", whyWindow},
@@ -46,7 +46,7 @@ var knownFailures = []knownFailure{
 	{"8x16_20rps_", gateUseOutage, "0.925–0.962, below 0.95 in most runs", whyLowUse},
 	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.165–0.167 at 200/s, 0.130–0.131 at 1000/s", whyShare},
 
-	{"4x8_", gateUseAfter, "0.58–0.95 (0.72–0.95 at 20/s, 0.58–0.88 at 200/s, 0.73–0.89 at 1000/s)", whyAfter},
+	{"4x8_", gateUseAfter, "0.40–0.95 (0.72–0.95 at 20/s, 0.40–0.88 at 200/s, 0.73–0.89 at 1000/s)", whyAfter},
 	{"8x16_", gateUseAfter, "0.54–0.95 (0.63–0.92 at 200/s, the issue's case; 0.54–0.94 at 1000/s)", whyAfter},
 	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.56–0.64 at 200/s)", whyAfter},
 }
