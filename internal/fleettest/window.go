@@ -42,6 +42,40 @@ func MaxInWindow(times []time.Duration, w time.Duration) (int, Window) {
 	return best, Window{From: ts[bestAt], To: ts[bestAt] + w}
 }
 
+// MaxInWindowStarting is [MaxInWindow] for the windows [t, t+w) whose
+// start t lies in [from, to): the busiest second around an instant, say,
+// when the windows of the whole run do not tell which event filled them.
+// It returns 0 and the zero Window when no such window holds an arrival,
+// or when w ≤ 0 or to ≤ from.
+func MaxInWindowStarting(times []time.Duration, w, from, to time.Duration) (int, Window) {
+	if len(times) == 0 || w <= 0 || to <= from {
+		return 0, Window{}
+	}
+	ts := sorted(times)
+	// A window can slide right to its first arrival without losing one,
+	// so the candidates are the arrivals in [from, to), plus the last
+	// start of all (to, less 1 ns), which covers every window whose
+	// arrivals all lie at or after to.
+	var starts []time.Duration
+	lo, _ := slices.BinarySearch(ts, from)
+	for i := lo; i < len(ts) && ts[i] < to; i++ {
+		starts = append(starts, ts[i])
+	}
+	starts = append(starts, to-1)
+	best, bestAt := 0, time.Duration(0)
+	for _, s := range starts {
+		i, _ := slices.BinarySearch(ts, s)
+		j, _ := slices.BinarySearch(ts, s+w)
+		if n := j - i; n > best {
+			best, bestAt = n, s
+		}
+	}
+	if best == 0 {
+		return 0, Window{}
+	}
+	return best, Window{From: bestAt, To: bestAt + w}
+}
+
 // CountIn returns the number of arrivals in [from, to).
 func CountIn(times []time.Duration, from, to time.Duration) int {
 	n := 0

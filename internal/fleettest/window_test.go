@@ -91,3 +91,33 @@ func TestIntervalHelpers(t *testing.T) {
 		}
 	})
 }
+
+func TestMaxInWindowStarting(t *testing.T) {
+	ts := ms(0, 100, 900, 1000, 1050, 1100, 2500)
+	for _, tc := range []struct {
+		name     string
+		from, to time.Duration
+		want     int
+		start    time.Duration
+	}{
+		{"whole span is MaxInWindow", 0, 3 * time.Second, 4, 100 * time.Millisecond},
+		{"only the span's starts", 0, 50 * time.Millisecond, 3, 0},
+		{"start after the busy part", 1200 * time.Millisecond, 3 * time.Second, 1, 2500 * time.Millisecond},
+		{"window reaching past the span's end", 1100*time.Millisecond + 1, 2 * time.Second, 1, 2*time.Second - 1},
+		{"no arrival reachable", 2600 * time.Millisecond, 3 * time.Second, 0, 0},
+		{"empty span", time.Second, time.Second, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, win := fleettest.MaxInWindowStarting(ts, time.Second, tc.from, tc.to)
+			if got != tc.want {
+				t.Errorf("MaxInWindowStarting = %d, want %d", got, tc.want)
+			}
+			if got > 0 && (win.From != tc.start || win.Len() != time.Second) {
+				t.Errorf("window = %+v, want from %v, length 1s", win, tc.start)
+			}
+			if got > 0 && fleettest.CountIn(ts, win.From, win.To) != got {
+				t.Errorf("window %+v holds %d arrivals, reported %d", win, fleettest.CountIn(ts, win.From, win.To), got)
+			}
+		})
+	}
+}

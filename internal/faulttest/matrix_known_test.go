@@ -1,0 +1,68 @@
+package faulttest_test
+
+import "strings"
+
+// knownFailure is a gate of the outage matrix the product does not pass
+// yet (issue 11 stays open for it): match selects cells by a part of
+// their name, gate names the gate, measured gives the figures of the runs
+// that listed it, why what the product lacks (docs/OUTAGES.md's matrix
+// section says more). Its gate is still measured, printed and written to
+// the table, marked "known"; its failure is logged instead of failing the
+// test, so that every other gate of the matrix holds in CI. A listed gate
+// that passes is logged as such: take it off the list. Never list a gate
+// to make a run green: list what the product cannot do, with the reason.
+type knownFailure struct {
+	match, gate, measured, why string
+}
+
+// Why the product fails, in the words of issue 11 and of the reading of
+// internal/outage (outage.go, local.go, breaker.go) that docs/OUTAGES.md's
+// matrix section gives.
+const (
+	whySwitch = "at the switch, the slots the replicas booked in Redis for their waiting requests still depart, on top of fresh local buckets (full, at the rule's share) that know nothing of them; at 20/s every replica's local burst is at least 1 (4 or 8 against the rule's 1)"
+	whyReturn = "at the return, the replicas back first spend the shared rate while the others still spend their local share, and when the 2 s grace period ends the requests held to their local slots leave together; the rejections of that window are retried (default policy) into the next"
+	whyWindow = "at 20/s with 8 replicas the outage's local buckets (2.5/s each, burst floored at 1, not 0) burst 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
+	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
+	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
+	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–190/s of 196 at 200/s)"
+)
+
+// knownFailures are the matrix's known failures, in one place.
+var knownFailures = []knownFailure{
+	{"1x32_20rps_", gateSwitch, "21–23 in a window (limit 22): one replica's local burst on top of its booked slots", whySwitch},
+	{"4x8_20rps_", gateSwitch, "35–38 in a window (limit 22)", whySwitch},
+	{"8x16_20rps_", gateSwitch, "28–34 (limit 22)", whySwitch},
+	{"8x16_200rps_", gateSwitch, "227–238 (limit 211); the issue saw 263", whySwitch},
+	{"busy+7idle_20rps_", gateSwitch, "28–31 (limit 22)", whySwitch},
+	// Passed in the four runs that measured them, but at the limit, from
+	// the same overshoot: listed so that the defect, not the run's luck,
+	// decides; they are logged as passing until the switch is fixed.
+	{"4x8_200rps_", gateSwitch, "205–211 (limit 212): passed, at the limit", whySwitch},
+	{"8x16_1000rps_", gateSwitch, "1013–1053 (limit 1060): passed, at the limit", whySwitch},
+
+	{"4x8_20rps_", gateReturn, "25–29 (limit 22)", whyReturn},
+	{"8x16_20rps_", gateReturn, "29–35 (limit 22)", whyReturn},
+	{"8x16_200rps_", gateReturn, "208–213 (limit 211), at the limit in half the runs; 227 in a run that stalled 2.3 s", whyReturn},
+	{"busy+7idle_20rps_", gateReturn, "23 (limit 22)", whyReturn},
+
+	{"8x16_20rps_", gateWindow, "37–39 in the outage's steady state (limit 22)", whyWindow},
+
+	{"4x8_20rps_", gateUseOutage, "0.919–0.950", whyLowUse},
+	{"8x16_20rps_", gateUseOutage, "0.925–0.962, below 0.95 in most runs", whyLowUse},
+	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.165–0.167 at 200/s, 0.130–0.131 at 1000/s", whyShare},
+	{"1x32_1000rps_", gateUseOutage, "0.951–0.98 (limit 0.95): passed, at the limit in a run with 439 ms of machine stalls", whyLowUse},
+
+	{"4x8_", gateUseAfter, "0.40–0.95 (0.72–0.95 at 20/s, 0.40–0.88 at 200/s, 0.73–0.89 at 1000/s)", whyAfter},
+	{"8x16_", gateUseAfter, "0.54–0.95 (0.63–0.92 at 200/s, the issue's case; 0.54–0.94 at 1000/s)", whyAfter},
+	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.56–0.64 at 200/s)", whyAfter},
+}
+
+// knownFailureOf returns the entry listing gate of cell name, or nil.
+func knownFailureOf(name, gate string) *knownFailure {
+	for i, k := range knownFailures {
+		if k.gate == gate && strings.Contains(name, k.match) {
+			return &knownFailures[i]
+		}
+	}
+	return nil
+}
