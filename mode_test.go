@@ -17,10 +17,11 @@ func TestTransportModeWithoutRedis(t *testing.T) {
 // TestDefaultsMatchTheStores: the root's documented defaults are the ones
 // the internal stores apply on their own.
 func TestDefaultsMatchTheStores(t *testing.T) {
-	if DefaultRedisTimeout != outage.DefaultTimeout {
-		t.Errorf("DefaultRedisTimeout %v, outage.DefaultTimeout %v", DefaultRedisTimeout, outage.DefaultTimeout)
+	if defaultRedisTimeout != outage.DefaultTimeout {
+		t.Errorf("defaultRedisTimeout %v, outage.DefaultTimeout %v", defaultRedisTimeout, outage.DefaultTimeout)
 	}
-	if DefaultFleetSize != store.DefaultFleetSize {
-		t.Errorf("DefaultFleetSize %d, store.DefaultFleetSize %d", DefaultFleetSize, store.DefaultFleetSize)
+	// WithFleetShare's doc: "a tenth before the first heartbeat".
+	if store.DefaultFleetSize != 10 {
+		t.Errorf("store.DefaultFleetSize %d, WithFleetShare documents 10", store.DefaultFleetSize)
 	}
 }

@@ -13,13 +13,13 @@ import (
 
 // Defaults of the retry policy.
 const (
-	// DefaultMaxAttempts is how many times a request is sent at most,
-	// the first time included.
-	DefaultMaxAttempts = 3
+	// defaultMaxAttempts is how many times a request is sent at most,
+	// the first time included (RetryPolicy.MaxAttempts).
+	defaultMaxAttempts = 3
 
-	// DefaultMaxRetryElapsed bounds the time spent on retries of one
-	// request, waits included.
-	DefaultMaxRetryElapsed = time.Minute
+	// defaultMaxRetryElapsed bounds the time spent on retries of one
+	// request, waits included (RetryPolicy.MaxElapsed).
+	defaultMaxRetryElapsed = time.Minute
 
 	// maxDrain bounds what is read from a rejected response before it is
 	// closed: enough to let the connection be reused after a short error
@@ -35,12 +35,11 @@ const (
 // The zero RetryPolicy retries with the defaults: see each field.
 type RetryPolicy struct {
 	// MaxAttempts is how many times a request is sent at most, the first
-	// time included. If MaxAttempts ≤ 0, [DefaultMaxAttempts] applies; 1
-	// disables retries.
+	// time included. If MaxAttempts ≤ 0, 3; 1 disables retries.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from the first attempt until the last
-	// retry is sent. If MaxElapsed ≤ 0, [DefaultMaxRetryElapsed] applies.
+	// retry is sent. If MaxElapsed ≤ 0, one minute.
 	MaxElapsed time.Duration
 
 	// Replayable reports whether a request may be sent again. If nil,
@@ -89,10 +88,10 @@ func RetryRateLimited(_ *http.Response, s header.Signal) bool {
 // withDefaults returns p with every unset field set to its default.
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.MaxElapsed <= 0 {
-		p.MaxElapsed = DefaultMaxRetryElapsed
+		p.MaxElapsed = defaultMaxRetryElapsed
 	}
 	if p.Replayable == nil {
 		p.Replayable = Replayable

@@ -399,8 +399,8 @@ func TestDurationOptionsDefaultAtZero(t *testing.T) {
 		opts []Option
 		want time.Duration
 	}{
-		{"WithMaxWait(0)", []Option{WithMaxWait(0)}, DefaultMaxWait},
-		{"WithMaxWait(-1s)", []Option{WithMaxWait(-time.Second)}, DefaultMaxWait},
+		{"WithMaxWait(0)", []Option{WithMaxWait(0)}, 30 * time.Second},
+		{"WithMaxWait(-1s)", []Option{WithMaxWait(-time.Second)}, 30 * time.Second},
 		{"WithMaxWait(2s)", []Option{WithMaxWait(2 * time.Second)}, 2 * time.Second},
 		{"WithoutWaiting", []Option{WithoutWaiting()}, 0},
 		{"WithMaxWait then WithoutWaiting", []Option{WithMaxWait(time.Second), WithoutWaiting()}, 0},
@@ -415,8 +415,8 @@ func TestDurationOptionsDefaultAtZero(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		cfg := defaultConfig()
 		WithRedisTimeout(d).apply(&cfg)
-		if got := cfg.redis.outage.withDefaults().timeout; got != DefaultRedisTimeout {
-			t.Errorf("WithRedisTimeout(%v): timeout %v, want the default %v", d, got, DefaultRedisTimeout)
+		if got := cfg.redis.outage.withDefaults().timeout; got != 50*time.Millisecond {
+			t.Errorf("WithRedisTimeout(%v): timeout %v, want the documented 50ms", d, got)
 		}
 	}
 }
