@@ -72,18 +72,26 @@ func TestRetryReplayable(t *testing.T) {
 		body      string
 		idemKey   string
 		noGetBody bool
-		wantSent  int
+		// always is a RetryPolicy.Replayable that says yes to everything.
+		always   bool
+		wantSent int
 	}{
 		{name: "GET is retried until it succeeds", method: http.MethodGet, wantSent: 2},
 		{name: "POST without Idempotency-Key is never sent twice", method: http.MethodPost, body: "amount=1", wantSent: 1},
 		{name: "POST with Idempotency-Key is retried with its body rewound", method: http.MethodPost, body: "amount=1", idemKey: "k1", wantSent: 2},
 		{name: "PUT is idempotent", method: http.MethodPut, body: "x", wantSent: 2},
 		{name: "a body without GetBody cannot be replayed", method: http.MethodPut, body: "x", noGetBody: true, wantSent: 1},
+		{name: "nor by a Replayable that says yes", method: http.MethodPost, body: "x", noGetBody: true, always: true, wantSent: 1},
+		{name: "a Replayable that says yes retries a POST", method: http.MethodPost, body: "x", always: true, wantSent: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newScriptedServer(t, []int{429, 200}, tooMany)
-			tr := retryTransport(t, nil)
+			var opts []Option
+			if tt.always {
+				opts = append(opts, WithRetry(RetryPolicy{Replayable: func(*http.Request) bool { return true }}))
+			}
+			tr := retryTransport(t, nil, opts...)
 			var body io.Reader
 			if tt.body != "" {
 				body = strings.NewReader(tt.body)

@@ -150,7 +150,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt == 1 {
 			start = now
 		}
-		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
+		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !bodyReplayable(req) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
 		delay, ok := t.retryDelay(ctx, sig, &bo, start)
