@@ -54,33 +54,26 @@ type Rule struct {
 	// Key partitions the rule: requests with different keys use different
 	// buckets (per account, per API key, ...). Keys are hashed before they
 	// are stored anywhere, so a key may be a secret. A nil Key puts every
-	// matching request in one bucket.
-	Key KeyFunc
+	// matching request in one bucket. Key is called for every matching
+	// request, from concurrent goroutines: it must be safe for concurrent
+	// use and must not modify the request (nor read its body).
+	Key func(*http.Request) string
 
 	// Cost weighs a request in units of Limit.Rate. A nil Cost weighs every
 	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst can
-	// never be admitted and fails the request with a [*RuleError].
-	Cost CostFunc
+	// never be admitted and fails the request with a [*RuleError]. Like
+	// Key, it must be safe for concurrent use and must not modify the
+	// request.
+	Cost func(*http.Request) int
 }
 
-// KeyFunc derives a partition key from a request. It must be safe for
-// concurrent use and must not modify the request.
-type KeyFunc func(*http.Request) string
-
-// CostFunc weighs a request. It must be safe for concurrent use and must not
-// modify the request.
-type CostFunc func(*http.Request) int
-
-// KeyHeader partitions by the value of a request header, such as an API key
-// or an account id. The value is hashed before use.
-func KeyHeader(name string) KeyFunc {
+// KeyHeader returns a [Rule.Key] that partitions by the value of a request
+// header, such as an API key or an account id: requests without the header
+// share one bucket. The value is hashed before use. The function it returns
+// is safe for concurrent use.
+func KeyHeader(name string) func(*http.Request) string {
 	name = http.CanonicalHeaderKey(name)
 	return func(r *http.Request) string { return r.Header.Get(name) }
-}
-
-// KeyHost partitions by the request's host.
-func KeyHost() KeyFunc {
-	return func(r *http.Request) string { return strings.ToLower(r.URL.Host) }
 }
 
 // Match selects requests. All set fields must match; the zero Match matches

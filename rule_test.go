@@ -184,19 +184,6 @@ func TestPartition(t *testing.T) {
 			t.Fatalf("store key %q: want the rule name and a hash, never the raw key", k)
 		}
 	}
-	t.Run("KeyHost", func(t *testing.T) {
-		r := hourRule("per-host", 1)
-		r.Key = KeyHost()
-		tr := mustNew(t, okBase, WithClock(clk), WithoutWaiting(), WithRules(r))
-		for _, url := range []string{"http://a.example/", "http://B.example/"} {
-			if err := roundTrip(tr, newReq(t, context.Background(), "GET", url)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := roundTrip(tr, newReq(t, context.Background(), "GET", "http://b.example/x")); !errors.Is(err, ErrBeyondMaxWait) {
-			t.Fatalf("host keys should ignore case: %v", err)
-		}
-	})
 }
 
 func TestCost(t *testing.T) {
