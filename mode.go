@@ -55,7 +55,7 @@ type ModeChange struct {
 }
 
 // Mode returns the mode the Transport is in now: [ModeLocal] without
-// [WithRedis], otherwise [ModeShared] or the outage mode (see
+// [WithRedis] (and for the zero Transport), otherwise [ModeShared] or the outage mode (see
 // [WithOutageMode]). It is safe for concurrent use; [WithOnModeChange]
 // reports each change as it happens.
 func (t *Transport) Mode() Mode {

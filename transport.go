@@ -16,7 +16,10 @@ import (
 // RoundTripper.
 //
 // A Transport is safe for concurrent use by multiple goroutines, and should
-// be reused: its buckets live in it (or, with [WithRedis], in Redis).
+// be reused: its buckets live in it (or, with [WithRedis], in Redis). Make
+// one with [New] or [NewTransport]. The zero Transport is a pass-through:
+// it has no rules, and sends every request through [http.DefaultTransport]
+// as it is, without waiting, reading the response or retrying.
 //
 // It keeps the RoundTripper contract: it never modifies the request it is
 // given, it closes the request's body on every path where the base
@@ -90,7 +93,8 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	return t
 }
 
-// Err returns the Transport's configuration error, or nil.
+// Err returns the Transport's configuration error, or nil (always nil for
+// the zero Transport). It is safe for concurrent use.
 func (t *Transport) Err() error { return t.err }
 
 // RoundTrip waits for the request's slot in every bucket it needs, then
@@ -115,6 +119,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeBody(req)
 		return nil, t.err
+	}
+	if t.store == nil {
+		// The zero Transport: every Transport New makes has a store.
+		return http.DefaultTransport.RoundTrip(req)
 	}
 	var bs []store.Bucket
 	if _, inProcess := t.store.(*localStore); inProcess {
@@ -424,11 +432,16 @@ func (t *Transport) giveBack(ctx context.Context, r store.Reservation) {
 	_ = r.Cancel(context.WithoutCancel(ctx))
 }
 
-// CloseIdleConnections closes the idle connections of the base transport,
-// if it has such a method.
+// CloseIdleConnections closes the idle connections of the base transport
+// ([http.DefaultTransport] for the zero Transport), if it has such a
+// method. It is safe for concurrent use.
 func (t *Transport) CloseIdleConnections() {
 	type closeIdler interface{ CloseIdleConnections() }
-	if ci, ok := t.base.(closeIdler); ok {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if ci, ok := base.(closeIdler); ok {
 		ci.CloseIdleConnections()
 	}
 }
