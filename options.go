@@ -63,8 +63,10 @@ func defaultConfig() config {
 }
 
 // WithRules adds rules to the Transport. Each request waits in the bucket of
-// every rule it matches. Rules are validated by [New] (and by
-// [NewTransport], whose RoundTrip then reports the error).
+// every rule it matches; a request no rule matches goes at once. Rules are
+// validated by [New] (and by [NewTransport], whose RoundTrip then reports
+// the error). Without WithRules (or with no rules) the Transport has none.
+// The rules are copied when the Transport is made (see [Rule]).
 func WithRules(rules ...Rule) Option {
 	return optionFunc(func(c *config) { c.rules = append(c.rules, rules...) })
 }
@@ -121,7 +123,8 @@ func WithHeadroom(fraction float64) Option {
 
 // WithClock sets the clock used for waits and, in the local store, for
 // bucket arithmetic. The Redis store always uses Redis's clock for the
-// latter. A nil Clock means the system clock.
+// latter. A nil Clock, like no WithClock, means the system clock. The
+// Clock must be safe for concurrent use (see [Clock]).
 func WithClock(c Clock) Option {
 	return optionFunc(func(cfg *config) {
 		if c == nil {
@@ -135,7 +138,8 @@ func WithClock(c Clock) Option {
 // server's limits: no response pauses or slows a bucket. Rules alone then
 // pace requests, which is the baseline that reading the server's answers
 // must never fall below (docs/FEEDBACK.md). Retries still follow the
-// [RetryPolicy], which reads Retry-After for its own delay.
+// [RetryPolicy], which reads Retry-After for its own delay. Without
+// WithoutFeedback, responses are read.
 func WithoutFeedback() Option {
 	return optionFunc(func(c *config) { c.noFeedback = true })
 }

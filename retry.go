@@ -69,7 +69,8 @@ type RetryPolicy struct {
 
 // WithRetry sets the retry policy for rate-limited responses. Without it,
 // the zero [RetryPolicy] applies (defaults described there). Use
-// WithRetry(RetryPolicy{MaxAttempts: 1}) to disable retries.
+// WithRetry(RetryPolicy{MaxAttempts: 1}) to disable retries. The policy is
+// copied; its functions must be safe for concurrent use.
 func WithRetry(p RetryPolicy) Option {
 	return optionFunc(func(c *config) { c.retry = p })
 }

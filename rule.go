@@ -16,7 +16,8 @@ import (
 // ten requests go at once, then one every 10ms.
 //
 // The zero Limit is invalid: Rate and Period must be positive and Burst at
-// least 1.
+// least 1. A Limit is a plain value, safe to copy and to share between
+// goroutines.
 type Limit struct {
 	Rate   int
 	Period time.Duration
@@ -38,7 +39,10 @@ func (l Limit) interval(headroom float64) time.Duration {
 // bucket per partition key.
 //
 // A Rule is a value; the Transport copies it at construction, so changing a
-// Rule afterwards has no effect.
+// Rule afterwards has no effect (the slices and functions it holds are
+// shared, not copied: leave them as they are). The zero Rule is invalid: it
+// needs a Name and a valid Limit. A Transport calls its functions (Key,
+// Cost, Match.Func) from the goroutines of concurrent requests.
 type Rule struct {
 	// Name identifies the rule in errors and, with WithRedis, in Redis keys.
 	// It must be unique within a Transport and non-empty.
@@ -77,7 +81,8 @@ func KeyHeader(name string) func(*http.Request) string {
 }
 
 // Match selects requests. All set fields must match; the zero Match matches
-// every request.
+// every request. A Transport only reads a Match, from concurrent requests;
+// Func must be safe for concurrent use.
 type Match struct {
 	// Host is the request's host, compared without case and without port
 	// unless Host has one. A leading "*." matches any subdomain.

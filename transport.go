@@ -47,8 +47,12 @@ var _ http.RoundTripper = (*Transport)(nil)
 
 // New returns a Transport sending requests through base once their slot has
 // come, or the first configuration error: an invalid rule is reported with
-// a [*RuleError] naming the rule and the field. A nil base means
-// [http.DefaultTransport].
+// a [*RuleError] naming the rule and the field, an invalid option value
+// with an [*OptionError]. A nil base means [http.DefaultTransport]; nil
+// options are ignored. Without options the Transport has no rules: it
+// sends every request at once, still reading responses and retrying
+// rate-limited ones (see [RetryPolicy]). New may be called from any
+// goroutine, and the same options may make several Transports.
 func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	t := NewTransport(base, opts...)
 	return t, t.err
