@@ -87,3 +87,9 @@ func fillBucketOn(t *testing.T, clk *fakeclock.Clock, base http.RoundTripper, op
 	}
 	return tr
 }
+
+// drainAndClose reads a little of a response body and closes it.
+func drainAndClose(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	_ = resp.Body.Close()
+}

@@ -92,3 +92,14 @@ func fillBucketOn(t *testing.T, clk *fakeclock.Clock, base http.RoundTripper, op
 	}
 	return tr
 }
+
+// retryTransport is a Transport with one rule of 1000/s, burst 10, and opts.
+func retryTransport(t *testing.T, base http.RoundTripper, opts ...Option) *Transport {
+	t.Helper()
+	opts = append([]Option{WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 10}})}, opts...)
+	tr, err := New(base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}

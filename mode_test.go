@@ -1,27 +1,14 @@
-package throttle
+package throttle_test
 
 import (
 	"testing"
 
-	"github.com/throttlekit/throttle/internal/outage"
-	"github.com/throttlekit/throttle/internal/store"
+	"github.com/throttlekit/throttle"
 )
 
 func TestTransportModeWithoutRedis(t *testing.T) {
-	tr := NewTransport(nil)
-	if m := tr.Mode(); m != ModeLocal {
+	tr := throttle.NewTransport(nil)
+	if m := tr.Mode(); m != throttle.ModeLocal {
 		t.Fatalf("Mode() = %v, want local", m)
-	}
-}
-
-// TestDefaultsMatchTheStores: the root's documented defaults are the ones
-// the internal stores apply on their own.
-func TestDefaultsMatchTheStores(t *testing.T) {
-	if defaultRedisTimeout != outage.DefaultTimeout {
-		t.Errorf("defaultRedisTimeout %v, outage.DefaultTimeout %v", defaultRedisTimeout, outage.DefaultTimeout)
-	}
-	// WithFleetShare's doc: "a tenth before the first heartbeat".
-	if store.DefaultFleetSize != 10 {
-		t.Errorf("store.DefaultFleetSize %d, WithFleetShare documents 10", store.DefaultFleetSize)
 	}
 }
