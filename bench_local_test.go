@@ -120,7 +120,7 @@ func BenchmarkLocalTransport(b *testing.B) {
 	})
 	for _, tc := range []struct {
 		name string
-		key  KeyFunc
+		key  func(*http.Request) string
 	}{{"RoundTrip", nil}, {"RoundTrip.keyed", KeyHeader("X-Api-Key")}} {
 		tr := mustNew(b, base, WithRules(Rule{
 			Name:  "bench",

@@ -7,8 +7,12 @@ import (
 )
 
 // Clock tells the time and makes timers. The Transport uses the system clock
-// unless [WithClock] injects another, which is how tests run deterministically.
-// A Clock must be safe for concurrent use.
+// unless [WithClock] injects another, which is how tests run deterministically;
+// WithClock(nil) means the system clock too.
+//
+// A Clock must be safe for concurrent use: the Transport calls it from the
+// goroutines of concurrent requests. NewTimer must return a non-nil
+// [Timer]; the Transport asks for timers of d > 0 only.
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
@@ -16,7 +20,11 @@ type Clock interface {
 
 // Timer is the part of [time.Timer] a Transport uses: C() returns the
 // channel on which the timer fires, and Stop() prevents the firing and
-// reports whether it did so.
+// reports whether it did so. A Clock's NewTimer returns one.
+//
+// The Transport uses each Timer from the one goroutine that made it, and
+// drops it once it fired or was stopped; a Timer need not be safe for
+// concurrent use. It has no useful zero value: the interface is nil.
 type Timer = clock.Timer
 
 // systemClock is the Clock of package time.

@@ -20,9 +20,9 @@ import (
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// DefaultNamespace is the namespace of a Transport given [WithRedis] but no
-// [WithNamespace]. Fleets that share a Redis must each set their own.
-const DefaultNamespace = "default"
+// defaultNamespace is the namespace of a Transport given WithRedis but no
+// WithNamespace.
+const defaultNamespace = "default"
 
 // WithRedis makes the Transport keep its buckets in Redis, shared by every
 // Transport (in any process) that uses the same Redis and namespace: a
@@ -55,8 +55,9 @@ func WithRedis(rdb redis.UniversalClient) Option {
 // WithNamespace sets the namespace of the Transport's Redis keys, so that
 // separate fleets or environments sharing one Redis never share a bucket:
 // keys are "throttle:{namespace}:...". Transports that must share their
-// buckets must use the same namespace (and the same rules). The default is
-// [DefaultNamespace]. A namespace must be non-empty and must not contain
+// buckets must use the same namespace (and the same rules). Without
+// WithNamespace, "default": fleets that share a Redis must each set their
+// own. A namespace must be non-empty and must not contain
 // '{' or '}' (it is the Redis Cluster hash tag); an invalid one is a
 // configuration error naming it. Without [WithRedis] it has no effect.
 func WithNamespace(ns string) Option {
@@ -105,26 +106,17 @@ type redisSettings struct {
 
 // Defaults of the outage options (see docs/OUTAGES.md).
 const (
-	// DefaultRedisTimeout bounds every Redis call of a Transport given
-	// [WithRedis]. A Redis on the same network answers a script call in
-	// well under a millisecond, so 50 ms is far above a healthy call's
-	// latency and still short enough that a request hitting an outage
-	// loses little time before it falls back.
-	DefaultRedisTimeout = 50 * time.Millisecond
-
-	// DefaultFleetSize is the number of replicas a Transport assumes it
-	// shares each rule with, in ModeFallback, until its first heartbeat has
-	// counted the live replicas: a replica that starts while Redis is down
-	// runs each rule at a tenth of its rate. A tenth is conservative for
-	// fleets of up to ten replicas, which is most of them; larger fleets
-	// should set [WithFleetShare].
-	DefaultFleetSize = 10
+	// defaultRedisTimeout bounds every Redis call (WithRedisTimeout).
+	defaultRedisTimeout = 50 * time.Millisecond
 )
 
 // WithRedisTimeout bounds every Redis call (reserve, refund, pause, adapt)
 // of a Transport given [WithRedis]: a call that has not answered after d
 // counts as failed, and the request in hand is served in the outage mode
-// at once (see [WithOutageMode]). If d ≤ 0, [DefaultRedisTimeout] applies.
+// at once (see [WithOutageMode]). If d ≤ 0, 50 ms: a Redis on the same
+// network answers a script call in well under a millisecond, so 50 ms is
+// far above a healthy call's latency and still short enough that a
+// request hitting an outage loses little time before it falls back.
 // Until Redis has answered the Transport's first call (which dials, and
 // loads the scripts), calls are bounded by one second instead if that is
 // longer. Without WithRedis it has no effect.
@@ -152,8 +144,11 @@ func WithOutageMode(m Mode) Option {
 
 // WithFleetShare sets this replica's share of every rule in [ModeFallback],
 // in (0, 1]: 0.25 for one replica of four. If it is not set, the share is
-// one over the number of live replicas the heartbeat counted last, or one
-// over [DefaultFleetSize] before the first heartbeat. A value outside
+// one over the number of live replicas the heartbeat counted last, or a
+// tenth before the first heartbeat: a replica that starts while Redis is
+// down runs each rule at a tenth of its rate, which is conservative for
+// fleets of up to ten replicas; larger fleets should set WithFleetShare.
+// A value outside
 // (0, 1] is a configuration error, an [*OptionError]. Without [WithRedis]
 // it has no effect.
 func WithFleetShare(fraction float64) Option {
@@ -187,7 +182,7 @@ type outageSettings struct {
 }
 
 func defaultOutageSettings() outageSettings {
-	return outageSettings{timeout: DefaultRedisTimeout, mode: ModeFallback}
+	return outageSettings{timeout: defaultRedisTimeout, mode: ModeFallback}
 }
 
 // newRedisOutageStore returns the store of a Transport given WithRedis: the
@@ -239,7 +234,7 @@ func modeChanges(fn func(ModeChange)) func(outage.Change) {
 // withDefaults fills in the defaults of the settings left zero.
 func (os outageSettings) withDefaults() outageSettings {
 	if os.timeout <= 0 {
-		os.timeout = DefaultRedisTimeout
+		os.timeout = defaultRedisTimeout
 	}
 	if os.mode == ModeLocal {
 		os.mode = ModeFallback

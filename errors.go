@@ -10,7 +10,9 @@ import (
 )
 
 // Sentinel errors. Errors returned by the Transport wrap one of them, so
-// callers can test with [errors.Is] whatever the concrete error type.
+// callers can test with [errors.Is] whatever the concrete error type; the
+// typed errors below carry the details, for [errors.As]. They are values
+// to compare with, never to reassign.
 var (
 	// ErrInvalidRule is wrapped by every [*RuleError].
 	ErrInvalidRule = errors.New("throttle: invalid rule")
@@ -38,6 +40,10 @@ var (
 
 // RuleError reports an invalid rule, or a request that a rule cannot admit
 // (a cost above the burst). It names the rule and the offending field.
+//
+// The Transport returns a *RuleError with every field set, and never
+// changes it afterwards, so it may be read from any goroutine; its methods
+// work on the zero RuleError too.
 type RuleError struct {
 	Rule   string // the rule's Name, or "#i" (its index) when the name is empty
 	Field  string // the field, e.g. "Limit.Rate" or "Cost"
@@ -52,6 +58,10 @@ func (e *RuleError) Error() string {
 func (e *RuleError) Unwrap() error { return ErrInvalidRule }
 
 // OptionError reports an option given an invalid value. It names the option.
+//
+// New returns an *OptionError with every field set, and never changes it
+// afterwards, so it may be read from any goroutine; its methods work on the
+// zero OptionError too.
 type OptionError struct {
 	Option string // the option, e.g. "WithHeadroom"
 	Reason string // what is wrong with its value
@@ -66,6 +76,10 @@ func (e *OptionError) Unwrap() error { return ErrInvalidOption }
 
 // WaitError reports a request rejected because its slot lies too far ahead.
 // Nothing was booked for it: the slot stays free for other requests.
+//
+// The Transport returns a *WaitError with every field set, and never
+// changes it afterwards, so it may be read from any goroutine. Its methods
+// work on the zero WaitError too, which wraps no reason.
 type WaitError struct {
 	Rule   string        // the rule whose bucket needed the longest wait
 	Wait   time.Duration // the wait the request would have needed
@@ -81,14 +95,22 @@ func (e *WaitError) Error() string {
 // is [ErrBeyondDeadline], so that callers who only check for the context's
 // error see the deadline they set.
 func (e *WaitError) Unwrap() []error {
-	if e.Err == ErrBeyondDeadline {
+	switch e.Err {
+	case nil:
+		return nil
+	case ErrBeyondDeadline:
 		return []error{e.Err, context.DeadlineExceeded}
 	}
 	return []error{e.Err}
 }
 
 // QueueFullError reports a request rejected because its bucket already had
-// the maximum number of waiters in this process.
+// the maximum number of waiters in this process (see [WithMaxQueue]).
+// Nothing was booked for it.
+//
+// The Transport returns a *QueueFullError with every field set, and never
+// changes it afterwards, so it may be read from any goroutine; its methods
+// work on the zero QueueFullError too.
 type QueueFullError struct {
 	Rule    string // the rule whose bucket is full
 	Waiting int    // waiters at the time

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -132,4 +134,57 @@ func ExampleWaitError() {
 	// would wait about: 1h0m0s
 	// beyond deadline: true
 	// deadline exceeded: true
+}
+
+func ExampleRetryPolicy() {
+	// The server refuses the first request of each path for rate, asking
+	// to come back at once, and serves the next.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		again := seen[r.URL.Path]
+		seen[r.URL.Path] = true
+		mu.Unlock()
+		if !again {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+
+	// By default a POST is retried only with an Idempotency-Key; this API
+	// makes its /search endpoint safe to repeat.
+	client := &http.Client{Transport: throttle.NewTransport(nil,
+		throttle.WithRetry(throttle.RetryPolicy{
+			MaxAttempts: 2,
+			Replayable: func(r *http.Request) bool {
+				return r.Method == http.MethodGet || r.URL.Path == "/search"
+			},
+		}),
+	)}
+	for _, path := range []string{"/search", "/charges"} {
+		resp, err := client.Post(srv.URL+path, "text/plain", strings.NewReader("q"))
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		_ = resp.Body.Close()
+		fmt.Println(path, resp.Status)
+	}
+	// Output:
+	// /search 200 OK
+	// /charges 429 Too Many Requests
+}
+
+func ExampleTransport_zero() {
+	srv := newServer()
+	defer srv.Close()
+
+	// The zero Transport has no rules: it passes every request to
+	// http.DefaultTransport as it is.
+	client := &http.Client{Transport: &throttle.Transport{}}
+	fmt.Println(get(client, srv.URL, ""))
+	// Output:
+	// 200 OK
 }

@@ -12,7 +12,10 @@ import (
 
 // WithDialects adds provider dialects to the standard header parsers that
 // read every response (see [header.Parse]). The providers package has
-// dialects for common APIs.
+// dialects for common APIs. Without WithDialects (and for nil dialects,
+// which are skipped) only the standard headers are read. A Dialect is
+// called from the goroutines of concurrent requests, so it must be safe
+// for concurrent use.
 func WithDialects(ds ...header.Dialect) Option {
 	return optionFunc(func(c *config) { c.dialects = append(c.dialects, ds...) })
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // Mode is how a Transport decides when requests may go. The zero value is
-// ModeLocal, the mode of a Transport without [WithRedis].
+// ModeLocal, the mode of a Transport without [WithRedis]. A Mode is a plain
+// value, safe to copy and compare from any goroutine.
 type Mode int
 
 const (
@@ -45,7 +46,9 @@ func (m Mode) String() string {
 
 // ModeChange reports a Transport switching modes: from [ModeShared] to its
 // outage mode when a Redis call fails or times out, and back when a probe
-// finds Redis answering again.
+// finds Redis answering again. The function given to [WithOnModeChange]
+// gets each one by value; the zero ModeChange (from ModeLocal to
+// ModeLocal) is never reported.
 type ModeChange struct {
 	From, To Mode
 	At       time.Time // by the Transport's clock
@@ -55,7 +58,7 @@ type ModeChange struct {
 }
 
 // Mode returns the mode the Transport is in now: [ModeLocal] without
-// [WithRedis], otherwise [ModeShared] or the outage mode (see
+// [WithRedis] (and for the zero Transport), otherwise [ModeShared] or the outage mode (see
 // [WithOutageMode]). It is safe for concurrent use; [WithOnModeChange]
 // reports each change as it happens.
 func (t *Transport) Mode() Mode {

@@ -7,26 +7,24 @@ import (
 	"github.com/throttlekit/throttle/header"
 )
 
-// Defaults for the Transport's options.
+// Defaults of the Transport's options, each documented by its option.
 const (
-	// DefaultMaxWait bounds how long a request waits for its slot when the
+	// defaultMaxWait bounds how long a request waits for its slot when the
 	// request's context has no earlier deadline.
-	DefaultMaxWait = 30 * time.Second
+	defaultMaxWait = 30 * time.Second
 
-	// DefaultMaxQueue bounds the requests of this process waiting in one
+	// defaultMaxQueue bounds the requests of this process waiting in one
 	// bucket. It keeps a stalled bucket from piling up goroutines.
-	DefaultMaxQueue = 10_000
+	defaultMaxQueue = 10_000
 
-	// DefaultHeadroom is the fraction of each rule's rate kept in reserve.
-	// A rule equal to the provider's quota would otherwise meet 429s from
-	// latency jitter alone: a server counting a strict window sees the
-	// arrivals shifted by the network. Running at 98 % of the rate absorbs
-	// 2 % of the period in jitter (20 ms for a per-second quota, 1.2 s for a
-	// per-minute one) and costs 2 % of the quota.
-	DefaultHeadroom = 0.02
+	// defaultHeadroom is the fraction of each rule's rate kept in reserve
+	// (see WithHeadroom).
+	defaultHeadroom = 0.02
 )
 
-// Option configures a Transport.
+// Option configures a Transport; the With... functions of this package
+// make them. An Option is a value: it may be reused for several
+// Transports and applied from several goroutines. A nil Option is ignored.
 type Option interface {
 	apply(*config)
 }
@@ -56,17 +54,19 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		maxWait:  DefaultMaxWait,
-		maxQueue: DefaultMaxQueue,
-		headroom: DefaultHeadroom,
+		maxWait:  defaultMaxWait,
+		maxQueue: defaultMaxQueue,
+		headroom: defaultHeadroom,
 		clock:    systemClock{},
-		redis:    redisSettings{namespace: DefaultNamespace},
+		redis:    redisSettings{namespace: defaultNamespace},
 	}
 }
 
 // WithRules adds rules to the Transport. Each request waits in the bucket of
-// every rule it matches. Rules are validated by [New] (and by
-// [NewTransport], whose RoundTrip then reports the error).
+// every rule it matches; a request no rule matches goes at once. Rules are
+// validated by [New] (and by [NewTransport], whose RoundTrip then reports
+// the error). Without WithRules (or with no rules) the Transport has none.
+// The rules are copied when the Transport is made (see [Rule]).
 func WithRules(rules ...Rule) Option {
 	return optionFunc(func(c *config) { c.rules = append(c.rules, rules...) })
 }
@@ -74,12 +74,12 @@ func WithRules(rules ...Rule) Option {
 // WithMaxWait bounds the wait for a slot. A request whose slot lies further
 // ahead fails at once with a [*WaitError] wrapping [ErrBeyondMaxWait], and
 // books nothing. The request's context deadline, when earlier, bounds the
-// wait too. If d ≤ 0, [DefaultMaxWait] applies, as for every duration
-// option of this package; [WithoutWaiting] makes requests never wait.
+// wait too. If d ≤ 0, 30 s, the default, as for every duration option of
+// this package; [WithoutWaiting] makes requests never wait.
 func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d <= 0 {
-			d = DefaultMaxWait
+			d = defaultMaxWait
 		}
 		c.maxWait = d
 	})
@@ -96,14 +96,21 @@ func WithoutWaiting() Option {
 // WithMaxQueue bounds how many requests of this process may wait in one
 // bucket. A request needing a bucket that already has n waiters fails at
 // once with a [*QueueFullError] wrapping [ErrQueueFull]. If n ≤ 0, no
-// request may wait. The default is [DefaultMaxQueue].
+// request may wait. Without WithMaxQueue, 10 000: a bound that keeps a
+// stalled bucket from piling up goroutines.
 func WithMaxQueue(n int) Option {
 	return optionFunc(func(c *config) { c.maxQueue = max(n, 0) })
 }
 
 // WithHeadroom sets the fraction of every rule's rate kept in reserve
-// against jitter, in [0, 0.5]. The default is [DefaultHeadroom]; 0 runs
-// rules at exactly their rate.
+// against jitter, in [0, 0.5]; 0 runs rules at exactly their rate, and a
+// fraction outside [0, 0.5] is a configuration error, an [*OptionError].
+//
+// Without WithHeadroom, 0.02. A rule equal to the provider's quota would
+// otherwise meet 429s from latency jitter alone: a server counting a
+// strict window sees the arrivals shifted by the network. Running at 98 %
+// of the rate absorbs 2 % of the period in jitter (20 ms for a per-second
+// quota, 1.2 s for a per-minute one) and costs 2 % of the quota.
 func WithHeadroom(fraction float64) Option {
 	return optionFunc(func(c *config) {
 		if !(fraction >= 0 && fraction <= 0.5) {
@@ -116,7 +123,8 @@ func WithHeadroom(fraction float64) Option {
 
 // WithClock sets the clock used for waits and, in the local store, for
 // bucket arithmetic. The Redis store always uses Redis's clock for the
-// latter. A nil Clock means the system clock.
+// latter. A nil Clock, like no WithClock, means the system clock. The
+// Clock must be safe for concurrent use (see [Clock]).
 func WithClock(c Clock) Option {
 	return optionFunc(func(cfg *config) {
 		if c == nil {
@@ -130,7 +138,8 @@ func WithClock(c Clock) Option {
 // server's limits: no response pauses or slows a bucket. Rules alone then
 // pace requests, which is the baseline that reading the server's answers
 // must never fall below (docs/FEEDBACK.md). Retries still follow the
-// [RetryPolicy], which reads Retry-After for its own delay.
+// [RetryPolicy], which reads Retry-After for its own delay. Without
+// WithoutFeedback, responses are read.
 func WithoutFeedback() Option {
 	return optionFunc(func(c *config) { c.noFeedback = true })
 }

@@ -445,7 +445,7 @@ func TestOutageOptionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := tr.store.(*outage.Store)
-	if o := f.Options(); o.Timeout.Warm() != DefaultRedisTimeout || o.Share != 0.25 || o.Mode != outage.FailOpen || tr.Mode() != ModeShared {
+	if o := f.Options(); o.Timeout.Warm() != 50*time.Millisecond || o.Share != 0.25 || o.Mode != outage.FailOpen || tr.Mode() != ModeShared {
 		t.Fatalf("store %+v", f)
 	}
 }

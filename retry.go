@@ -13,13 +13,13 @@ import (
 
 // Defaults of the retry policy.
 const (
-	// DefaultMaxAttempts is how many times a request is sent at most,
-	// the first time included.
-	DefaultMaxAttempts = 3
+	// defaultMaxAttempts is how many times a request is sent at most,
+	// the first time included (RetryPolicy.MaxAttempts).
+	defaultMaxAttempts = 3
 
-	// DefaultMaxRetryElapsed bounds the time spent on retries of one
-	// request, waits included.
-	DefaultMaxRetryElapsed = time.Minute
+	// defaultMaxRetryElapsed bounds the time spent on retries of one
+	// request, waits included (RetryPolicy.MaxElapsed).
+	defaultMaxRetryElapsed = time.Minute
 
 	// maxDrain bounds what is read from a rejected response before it is
 	// closed: enough to let the connection be reused after a short error
@@ -32,24 +32,33 @@ const (
 // fleet stay within its limits too. Only responses are retried: an error
 // from the base transport is returned as it is.
 //
-// The zero RetryPolicy retries with the defaults: see each field.
+// The zero RetryPolicy retries with the defaults: see each field. A
+// RetryPolicy is a value, copied by [WithRetry]; its functions are called
+// from the goroutines of concurrent requests, so they must be safe for
+// concurrent use, and must not modify the request or the response (nor
+// read or close its body).
 type RetryPolicy struct {
 	// MaxAttempts is how many times a request is sent at most, the first
-	// time included. If MaxAttempts ≤ 0, [DefaultMaxAttempts] applies; 1
-	// disables retries.
+	// time included. If MaxAttempts ≤ 0, 3; 1 disables retries.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from the first attempt until the last
-	// retry is sent. If MaxElapsed ≤ 0, [DefaultMaxRetryElapsed] applies.
+	// retry is sent. If MaxElapsed ≤ 0, one minute.
 	MaxElapsed time.Duration
 
-	// Replayable reports whether a request may be sent again. If nil,
-	// [Replayable] applies: the body can be replayed and the method is
-	// idempotent or the request has an Idempotency-Key header.
+	// Replayable reports whether a request may be sent again. If nil, a
+	// request may be sent again when it is safe to: its body can be
+	// replayed (it has none, or GetBody is set), and its method is
+	// idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE: RFC 9110
+	// §9.2.2) or it carries an Idempotency-Key header, as Stripe and the
+	// IETF draft on idempotency keys use. A request whose body cannot be
+	// replayed is never sent again, whatever Replayable says.
 	Replayable func(*http.Request) bool
 
-	// ShouldRetry reports whether a response calls for a retry. If nil,
-	// [RetryRateLimited] applies.
+	// ShouldRetry reports whether a response calls for a retry, given
+	// what its headers say (see [header.Parse]). If nil, a response is
+	// retried when it was rejected for rate and the server did not forbid
+	// a retry: s.Limited && s.ShouldRetry != header.RetryHintDoNotRetry.
 	ShouldRetry func(*http.Response, header.Signal) bool
 
 	// NewBackOff makes the schedule of waits used when the server names no
@@ -60,17 +69,16 @@ type RetryPolicy struct {
 
 // WithRetry sets the retry policy for rate-limited responses. Without it,
 // the zero [RetryPolicy] applies (defaults described there). Use
-// WithRetry(RetryPolicy{MaxAttempts: 1}) to disable retries.
+// WithRetry(RetryPolicy{MaxAttempts: 1}) to disable retries. The policy is
+// copied; its functions must be safe for concurrent use.
 func WithRetry(p RetryPolicy) Option {
 	return optionFunc(func(c *config) { c.retry = p })
 }
 
-// Replayable reports whether r can be sent again safely: its body can be
-// replayed (it has none, or GetBody), and its method is idempotent (RFC 9110
-// §9.2.2) or it carries an Idempotency-Key header, as Stripe and the IETF
-// draft on idempotency keys use.
-func Replayable(r *http.Request) bool {
-	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+// replayable reports whether r can be sent again safely: the default of
+// RetryPolicy.Replayable.
+func replayable(r *http.Request) bool {
+	if !bodyReplayable(r) {
 		return false
 	}
 	switch r.Method {
@@ -80,25 +88,31 @@ func Replayable(r *http.Request) bool {
 	return r.Header.Get("Idempotency-Key") != ""
 }
 
-// RetryRateLimited reports whether a response was rejected for rate and the
-// server did not forbid a retry: the default ShouldRetry.
-func RetryRateLimited(_ *http.Response, s header.Signal) bool {
+// bodyReplayable reports whether r's body can be sent again: it has none,
+// or GetBody makes a fresh one.
+func bodyReplayable(r *http.Request) bool {
+	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil
+}
+
+// retryRateLimited reports whether a response was rejected for rate and the
+// server did not forbid a retry: the default of RetryPolicy.ShouldRetry.
+func retryRateLimited(_ *http.Response, s header.Signal) bool {
 	return s.Limited && s.ShouldRetry != header.RetryHintDoNotRetry
 }
 
 // withDefaults returns p with every unset field set to its default.
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.MaxElapsed <= 0 {
-		p.MaxElapsed = DefaultMaxRetryElapsed
+		p.MaxElapsed = defaultMaxRetryElapsed
 	}
 	if p.Replayable == nil {
-		p.Replayable = Replayable
+		p.Replayable = replayable
 	}
 	if p.ShouldRetry == nil {
-		p.ShouldRetry = RetryRateLimited
+		p.ShouldRetry = retryRateLimited
 	}
 	if p.NewBackOff == nil {
 		p.NewBackOff = defaultBackOff

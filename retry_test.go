@@ -1,4 +1,4 @@
-package throttle
+package throttle_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle"
 
 	"github.com/throttlekit/throttle/header"
 )
@@ -54,10 +56,11 @@ func (s *scriptedServer) requests() []string {
 	return append([]string(nil), s.bodies...)
 }
 
-func retryTransport(t *testing.T, base http.RoundTripper, opts ...Option) *Transport {
+// retryTransport is a Transport with one rule of 1000/s, burst 10, and opts.
+func retryTransport(t *testing.T, base http.RoundTripper, opts ...throttle.Option) *throttle.Transport {
 	t.Helper()
-	opts = append([]Option{WithRules(Rule{Name: "r", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 10}})}, opts...)
-	tr, err := New(base, opts...)
+	opts = append([]throttle.Option{throttle.WithRules(throttle.Rule{Name: "r", Limit: throttle.Limit{Rate: 1000, Period: time.Second, Burst: 10}})}, opts...)
+	tr, err := throttle.New(base, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,18 +75,26 @@ func TestRetryReplayable(t *testing.T) {
 		body      string
 		idemKey   string
 		noGetBody bool
-		wantSent  int
+		// always is a RetryPolicy.Replayable that says yes to everything.
+		always   bool
+		wantSent int
 	}{
 		{name: "GET is retried until it succeeds", method: http.MethodGet, wantSent: 2},
 		{name: "POST without Idempotency-Key is never sent twice", method: http.MethodPost, body: "amount=1", wantSent: 1},
 		{name: "POST with Idempotency-Key is retried with its body rewound", method: http.MethodPost, body: "amount=1", idemKey: "k1", wantSent: 2},
 		{name: "PUT is idempotent", method: http.MethodPut, body: "x", wantSent: 2},
 		{name: "a body without GetBody cannot be replayed", method: http.MethodPut, body: "x", noGetBody: true, wantSent: 1},
+		{name: "nor by a Replayable that says yes", method: http.MethodPost, body: "x", noGetBody: true, always: true, wantSent: 1},
+		{name: "a Replayable that says yes retries a POST", method: http.MethodPost, body: "x", always: true, wantSent: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newScriptedServer(t, []int{429, 200}, tooMany)
-			tr := retryTransport(t, nil)
+			var opts []throttle.Option
+			if tt.always {
+				opts = append(opts, throttle.WithRetry(throttle.RetryPolicy{Replayable: func(*http.Request) bool { return true }}))
+			}
+			tr := retryTransport(t, nil, opts...)
 			var body io.Reader
 			if tt.body != "" {
 				body = strings.NewReader(tt.body)
@@ -155,7 +166,7 @@ func (tb *trackingBase) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestRetryClosesRetriedBodiesAndReturnsLastResponse(t *testing.T) {
 	srv := newScriptedServer(t, []int{429}, http.Header{"Retry-After-Ms": {"5"}})
 	base := &trackingBase{base: http.DefaultTransport}
-	tr := retryTransport(t, base, WithRetry(RetryPolicy{MaxAttempts: 4}))
+	tr := retryTransport(t, base, throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 4}))
 	defer tr.CloseIdleConnections()
 
 	resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, srv.URL, nil).WithContext(context.Background()))
@@ -185,7 +196,7 @@ func TestRetryClosesRetriedBodiesAndReturnsLastResponse(t *testing.T) {
 func TestRetryHonoursServerHints(t *testing.T) {
 	t.Run("Stripe-Should-Retry false stops retries", func(t *testing.T) {
 		srv := newScriptedServer(t, []int{429, 200}, http.Header{"Stripe-Should-Retry": {"false"}, "Retry-After-Ms": {"1"}})
-		tr := retryTransport(t, nil, WithDialects(header.DialectFunc(func(_ int, h http.Header, _ time.Time, s *header.Signal) {
+		tr := retryTransport(t, nil, throttle.WithDialects(header.DialectFunc(func(_ int, h http.Header, _ time.Time, s *header.Signal) {
 			if h.Get("Stripe-Should-Retry") == "false" {
 				s.ShouldRetry = header.RetryHintDoNotRetry
 			}
@@ -201,7 +212,7 @@ func TestRetryHonoursServerHints(t *testing.T) {
 	})
 	t.Run("a hostile Retry-After is capped, not slept", func(t *testing.T) {
 		srv := newScriptedServer(t, []int{429, 200}, http.Header{"Retry-After": {"99999999999"}})
-		tr := retryTransport(t, nil, WithMaxRetryAfter(20*time.Millisecond), WithHeadroom(0))
+		tr := retryTransport(t, nil, throttle.WithMaxRetryAfter(20*time.Millisecond), throttle.WithHeadroom(0))
 		start := time.Now()
 		resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, srv.URL, nil))
 		if err != nil {
@@ -255,7 +266,7 @@ func TestRetryAfterPausesTheBucket(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tr := retryTransport(t, nil, WithRetry(RetryPolicy{MaxAttempts: 1}))
+	tr := retryTransport(t, nil, throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 1}))
 	defer tr.CloseIdleConnections()
 	resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, srv.URL, nil))
 	if err != nil {

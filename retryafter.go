@@ -17,7 +17,8 @@ import (
 
 // WithMaxRetryAfter caps every wait read from a response: a server asking
 // for longer pauses its buckets, and delays a retry, by d only. If d ≤ 0,
-// [header.DefaultMaxRetryAfter] applies.
+// [header.DefaultMaxRetryAfter] (2 min), which is also the cap without
+// WithMaxRetryAfter.
 func WithMaxRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxRetryAfter = d })
 }

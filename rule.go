@@ -15,7 +15,8 @@ import (
 // ten requests go at once, then one every 10ms.
 //
 // The zero Limit is invalid: Rate and Period must be positive and Burst at
-// least 1.
+// least 1. A Limit is a plain value, safe to copy and to share between
+// goroutines.
 type Limit struct {
 	Rate   int
 	Period time.Duration
@@ -26,7 +27,10 @@ type Limit struct {
 // bucket per partition key.
 //
 // A Rule is a value; the Transport copies it at construction, so changing a
-// Rule afterwards has no effect.
+// Rule afterwards has no effect (the slices and functions it holds are
+// shared, not copied: leave them as they are). The zero Rule is invalid: it
+// needs a Name and a valid Limit. A Transport calls its functions (Key,
+// Cost, Match.Func) from the goroutines of concurrent requests.
 type Rule struct {
 	// Name identifies the rule in errors and, with WithRedis, in Redis keys.
 	// It must be unique within a Transport and non-empty.
@@ -42,37 +46,31 @@ type Rule struct {
 	// Key partitions the rule: requests with different keys use different
 	// buckets (per account, per API key, ...). Keys are hashed before they
 	// are stored anywhere, so a key may be a secret. A nil Key puts every
-	// matching request in one bucket.
-	Key KeyFunc
+	// matching request in one bucket. Key is called for every matching
+	// request, from concurrent goroutines: it must be safe for concurrent
+	// use and must not modify the request (nor read its body).
+	Key func(*http.Request) string
 
 	// Cost weighs a request in units of Limit.Rate. A nil Cost weighs every
 	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst can
-	// never be admitted and fails the request with a [*RuleError].
-	Cost CostFunc
+	// never be admitted and fails the request with a [*RuleError]. Like
+	// Key, it must be safe for concurrent use and must not modify the
+	// request.
+	Cost func(*http.Request) int
 }
 
-// KeyFunc derives a partition key from a request. It must be safe for
-// concurrent use and must not modify the request.
-type KeyFunc func(*http.Request) string
-
-// CostFunc weighs a request. It must be safe for concurrent use and must not
-// modify the request.
-type CostFunc func(*http.Request) int
-
-// KeyHeader partitions by the value of a request header, such as an API key
-// or an account id. The value is hashed before use.
-func KeyHeader(name string) KeyFunc {
+// KeyHeader returns a [Rule.Key] that partitions by the value of a request
+// header, such as an API key or an account id: requests without the header
+// share one bucket. The value is hashed before use. The function it returns
+// is safe for concurrent use.
+func KeyHeader(name string) func(*http.Request) string {
 	name = http.CanonicalHeaderKey(name)
 	return func(r *http.Request) string { return r.Header.Get(name) }
 }
 
-// KeyHost partitions by the request's host.
-func KeyHost() KeyFunc {
-	return func(r *http.Request) string { return strings.ToLower(r.URL.Host) }
-}
-
 // Match selects requests. All set fields must match; the zero Match matches
-// every request.
+// every request. A Transport only reads a Match, from concurrent requests;
+// Func must be safe for concurrent use.
 type Match struct {
 	// Host is the request's host, compared without case and without port
 	// unless Host has one. A leading "*." matches any subdomain.

@@ -1,60 +1,58 @@
-package throttle
+package throttle_test
 
 import (
 	"context"
 	"errors"
 	"math"
 	"net/http"
-	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle"
 )
 
 func TestRuleValidation(t *testing.T) {
-	ok := Rule{Name: "ok", Limit: Limit{Rate: 10, Period: time.Second, Burst: 1}}
-	with := func(f func(r *Rule)) Rule { r := ok; r.Name = "bad"; f(&r); return r }
+	ok := throttle.Rule{Name: "ok", Limit: throttle.Limit{Rate: 10, Period: time.Second, Burst: 1}}
+	with := func(f func(r *throttle.Rule)) throttle.Rule { r := ok; r.Name = "bad"; f(&r); return r }
 	tests := []struct {
 		name      string
-		opts      []Option
+		opts      []throttle.Option
 		wantRule  string
 		wantField string
 	}{
-		{"zero rate", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate = 0 }))}, "bad", "Limit.Rate"},
-		{"negative rate", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate = -1 }))}, "bad", "Limit.Rate"},
-		{"zero period", []Option{WithRules(with(func(r *Rule) { r.Limit.Period = 0 }))}, "bad", "Limit.Period"},
-		{"negative period", []Option{WithRules(with(func(r *Rule) { r.Limit.Period = -time.Second }))}, "bad", "Limit.Period"},
-		{"zero burst", []Option{WithRules(with(func(r *Rule) { r.Limit.Burst = 0 }))}, "bad", "Limit.Burst"},
-		{"negative burst", []Option{WithRules(with(func(r *Rule) { r.Limit.Burst = -5 }))}, "bad", "Limit.Burst"},
-		{"zero limit", []Option{WithRules(Rule{Name: "bad"})}, "bad", "Limit.Rate"},
-		{"empty name, named by index", []Option{WithRules(ok, with(func(r *Rule) { r.Name = "" }))}, "#1", "Name"},
-		{"duplicate name", []Option{WithRules(ok, ok)}, "ok", "Name"},
-		{"duplicate name across WithRules", []Option{WithRules(ok), WithRules(ok)}, "ok", "Name"},
-		{"bad path pattern", []Option{WithRules(with(func(r *Rule) { r.Match.Path = "/v1/[" }))}, "bad", "Match.Path"},
-		{"rate over one per ns", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate, r.Limit.Period = 2, time.Nanosecond }))}, "bad", "Limit.Rate"},
-		{"huge rate", []Option{WithRules(with(func(r *Rule) { r.Limit.Rate = math.MaxInt }))}, "bad", "Limit.Rate"},
+		{"zero rate", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Rate = 0 }))}, "bad", "Limit.Rate"},
+		{"negative rate", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Rate = -1 }))}, "bad", "Limit.Rate"},
+		{"zero period", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Period = 0 }))}, "bad", "Limit.Period"},
+		{"negative period", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Period = -time.Second }))}, "bad", "Limit.Period"},
+		{"zero burst", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Burst = 0 }))}, "bad", "Limit.Burst"},
+		{"negative burst", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Burst = -5 }))}, "bad", "Limit.Burst"},
+		{"zero limit", []throttle.Option{throttle.WithRules(throttle.Rule{Name: "bad"})}, "bad", "Limit.Rate"},
+		{"empty name, named by index", []throttle.Option{throttle.WithRules(ok, with(func(r *throttle.Rule) { r.Name = "" }))}, "#1", "Name"},
+		{"duplicate name", []throttle.Option{throttle.WithRules(ok, ok)}, "ok", "Name"},
+		{"duplicate name across WithRules", []throttle.Option{throttle.WithRules(ok), throttle.WithRules(ok)}, "ok", "Name"},
+		{"bad path pattern", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Match.Path = "/v1/[" }))}, "bad", "Match.Path"},
+		{"rate over one per ns", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Rate, r.Limit.Period = 2, time.Nanosecond }))}, "bad", "Limit.Rate"},
+		{"huge rate", []throttle.Option{throttle.WithRules(with(func(r *throttle.Rule) { r.Limit.Rate = math.MaxInt }))}, "bad", "Limit.Rate"},
 		// An invalid WithHeadroom names no rule: it is an *OptionError naming the option.
-		{"headroom below 0", []Option{WithHeadroom(-0.01), WithRules(ok)}, "", "WithHeadroom"},
-		{"headroom above 0.5", []Option{WithHeadroom(0.6), WithRules(ok)}, "", "WithHeadroom"},
-		{"headroom NaN", []Option{WithHeadroom(math.NaN()), WithRules(ok)}, "", "WithHeadroom"},
+		{"headroom below 0", []throttle.Option{throttle.WithHeadroom(-0.01), throttle.WithRules(ok)}, "", "WithHeadroom"},
+		{"headroom above 0.5", []throttle.Option{throttle.WithHeadroom(0.6), throttle.WithRules(ok)}, "", "WithHeadroom"},
+		{"headroom NaN", []throttle.Option{throttle.WithHeadroom(math.NaN()), throttle.WithRules(ok)}, "", "WithHeadroom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(okBase, tt.opts...)
+			_, err := throttle.New(okBase, tt.opts...)
 			if tt.wantRule == "" {
-				var oe *OptionError
-				if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) || oe.Option != tt.wantField {
+				var oe *throttle.OptionError
+				if !errors.As(err, &oe) || !errors.Is(err, throttle.ErrInvalidOption) || oe.Option != tt.wantField {
 					t.Fatalf("New: err %v (%T), want an *OptionError naming %s", err, err, tt.wantField)
 				}
 			} else {
-				var re *RuleError
+				var re *throttle.RuleError
 				if !errors.As(err, &re) {
 					t.Fatalf("New: err %v (%T), want a *RuleError", err, err)
 				}
-				if !errors.Is(err, ErrInvalidRule) {
+				if !errors.Is(err, throttle.ErrInvalidRule) {
 					t.Fatalf("err %v does not match ErrInvalidRule", err)
 				}
 				if re.Field != tt.wantField || re.Rule != tt.wantRule {
@@ -67,7 +65,7 @@ func TestRuleValidation(t *testing.T) {
 
 			// NewTransport reports the same error from every RoundTrip.
 			called := false
-			tr := NewTransport(rtFunc(func(r *http.Request) (*http.Response, error) {
+			tr := throttle.NewTransport(rtFunc(func(r *http.Request) (*http.Response, error) {
 				called = true
 				return okBase(r)
 			}), tt.opts...)
@@ -92,194 +90,17 @@ func TestRuleValidation(t *testing.T) {
 		})
 	}
 	t.Run("valid rules and no rules are accepted", func(t *testing.T) {
-		for _, opts := range [][]Option{nil, {WithRules(ok)}, {WithHeadroom(0), WithRules(ok, with(func(*Rule) {}))},
-			{WithRules(Rule{Name: "ns", Limit: Limit{Rate: 1, Period: time.Nanosecond, Burst: 1}}), WithHeadroom(0)}} {
-			if _, err := New(nil, opts...); err != nil {
+		for _, opts := range [][]throttle.Option{nil, {throttle.WithRules(ok)}, {throttle.WithHeadroom(0), throttle.WithRules(ok, with(func(*throttle.Rule) {}))},
+			{throttle.WithRules(throttle.Rule{Name: "ns", Limit: throttle.Limit{Rate: 1, Period: time.Nanosecond, Burst: 1}}), throttle.WithHeadroom(0)}} {
+			if _, err := throttle.New(nil, opts...); err != nil {
 				t.Fatalf("New(%d options): %v", len(opts), err)
 			}
 		}
 	})
 }
 
-func TestMatch(t *testing.T) {
-	get := func(url string) *http.Request {
-		r, err := http.NewRequest("GET", url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	method := func(m, url string) *http.Request { r := get(url); r.Method = m; return r }
-	tests := []struct {
-		name  string
-		m     Match
-		req   *http.Request
-		match bool
-	}{
-		{"zero match matches all", Match{}, get("http://a/b"), true},
-		{"host", Match{Host: "api.stripe.com"}, get("https://api.stripe.com/v1"), true},
-		{"host ignores case", Match{Host: "API.Stripe.com"}, get("https://api.stripe.COM/v1"), true},
-		{"host without port matches any port", Match{Host: "api.stripe.com"}, get("https://api.stripe.com:8443/v1"), true},
-		{"host with port needs that port", Match{Host: "api.stripe.com:8443"}, get("https://api.stripe.com:8443/v1"), true},
-		{"host with port, other port", Match{Host: "api.stripe.com:8443"}, get("https://api.stripe.com:443/v1"), false},
-		{"host with port, no port", Match{Host: "api.stripe.com:8443"}, get("https://api.stripe.com/v1"), false},
-		{"other host", Match{Host: "api.stripe.com"}, get("https://api.twilio.com/"), false},
-		{"host suffix is not a match", Match{Host: "stripe.com"}, get("https://api.stripe.com/"), false},
-		{"wildcard subdomain", Match{Host: "*.stripe.com"}, get("https://api.stripe.com/"), true},
-		{"wildcard deep subdomain with port", Match{Host: "*.stripe.com"}, get("https://a.b.Stripe.com:443/"), true},
-		{"wildcard does not match the apex", Match{Host: "*.stripe.com"}, get("https://stripe.com/"), false},
-		{"wildcard needs a dot", Match{Host: "*.stripe.com"}, get("https://evilstripe.com/"), false},
-		{"method", Match{Methods: []string{"POST", "PUT"}}, method("PUT", "http://a/"), true},
-		{"method ignores case", Match{Methods: []string{"post"}}, method("POST", "http://a/"), true},
-		{"other method", Match{Methods: []string{"POST"}}, get("http://a/"), false},
-		{"empty method is GET", Match{Methods: []string{"GET"}}, method("", "http://a/"), true},
-		{"path prefix", Match{PathPrefix: "/v1/"}, get("http://a/v1/charges"), true},
-		{"path prefix miss", Match{PathPrefix: "/v1/"}, get("http://a/v2/charges"), false},
-		{"path pattern", Match{Path: "/v1/customers/*"}, get("http://a/v1/customers/cus_1"), true},
-		{"path pattern is one segment", Match{Path: "/v1/customers/*"}, get("http://a/v1/customers/cus_1/sources"), false},
-		{"func", Match{Func: func(r *http.Request) bool { return r.URL.Query().Get("x") == "1" }}, get("http://a/?x=1"), true},
-		{"func false", Match{Func: func(r *http.Request) bool { return false }}, get("http://a/"), false},
-		{"all fields must match", Match{Host: "a", Methods: []string{"GET"}, PathPrefix: "/v1", Path: "/v1/*"}, get("http://a/v1/x"), true},
-		{"one field failing fails", Match{Host: "a", Methods: []string{"GET"}, PathPrefix: "/v1", Path: "/v1/*"}, get("http://b/v1/x"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.m.matches(tt.req); got != tt.match {
-				t.Fatalf("matches = %v, want %v", got, tt.match)
-			}
-		})
-	}
-}
-
 // hourRule allows burst requests per hour: on a fake clock that does not
 // move, a request beyond the burst would wait an hour.
-func hourRule(name string, burst int) Rule {
-	return Rule{Name: name, Limit: Limit{Rate: 1, Period: time.Hour, Burst: burst}}
-}
-
-func TestPartition(t *testing.T) {
-	clk := fakeclock.New(epoch)
-	r := hourRule("per-key", 1)
-	r.Key = KeyHeader("x-api-key")
-	tr := mustNew(t, okBase, WithClock(clk), WithoutWaiting(), WithRules(r))
-	send := func(key string) error {
-		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/", "X-Api-Key", key))
-	}
-	for _, key := range []string{"sk_live_AAAA", "sk_live_BBBB", ""} {
-		if err := send(key); err != nil {
-			t.Fatalf("first request of key %q: %v", key, err)
-		}
-	}
-	for _, key := range []string{"sk_live_AAAA", "sk_live_BBBB", ""} {
-		if err := send(key); !errors.Is(err, ErrBeyondMaxWait) {
-			t.Fatalf("second request of key %q: %v, want ErrBeyondMaxWait", key, err)
-		}
-	}
-	keys := localOf(t, tr).TATs()
-	if len(keys) != 3 {
-		t.Fatalf("store holds %d buckets, want 3: %v", len(keys), keys)
-	}
-	for k := range keys {
-		if strings.Contains(k, "sk_live") || strings.Contains(k, "AAAA") || !strings.HasPrefix(k, "per-key:") {
-			t.Fatalf("store key %q: want the rule name and a hash, never the raw key", k)
-		}
-	}
-	t.Run("KeyHost", func(t *testing.T) {
-		r := hourRule("per-host", 1)
-		r.Key = KeyHost()
-		tr := mustNew(t, okBase, WithClock(clk), WithoutWaiting(), WithRules(r))
-		for _, url := range []string{"http://a.example/", "http://B.example/"} {
-			if err := roundTrip(tr, newReq(t, context.Background(), "GET", url)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := roundTrip(tr, newReq(t, context.Background(), "GET", "http://b.example/x")); !errors.Is(err, ErrBeyondMaxWait) {
-			t.Fatalf("host keys should ignore case: %v", err)
-		}
-	})
-}
-
-func TestCost(t *testing.T) {
-	clk := fakeclock.New(epoch)
-	r := Rule{Name: "weighted", Limit: Limit{Rate: 10, Period: time.Second, Burst: 5}}
-	r.Cost = func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("Cost")); return n }
-	tr := mustNew(t, okBase, WithClock(clk), WithHeadroom(0), WithoutWaiting(), WithRules(r))
-	send := func(cost int) error {
-		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/", "Cost", strconv.Itoa(cost)))
-	}
-	if err := send(3); err != nil {
-		t.Fatal(err)
-	}
-	var we *WaitError
-	if err := send(3); !errors.As(err, &we) || we.Wait != 100*time.Millisecond {
-		t.Fatalf("cost 3 after cost 3 of burst 5: %v, want a wait of one interval", err)
-	}
-	if err := send(2); err != nil {
-		t.Fatalf("cost 2 fits the rest of the burst: %v", err)
-	}
-	if err := send(0); !errors.As(err, &we) || we.Wait != 100*time.Millisecond {
-		t.Fatalf("cost 0 counts as 1: %v", err)
-	}
-
-	t.Run("cost above burst is a RuleError and books nothing", func(t *testing.T) {
-		before := localOf(t, tr).TATs()
-		body := newRecBody()
-		req := newReq(t, context.Background(), "POST", "http://x/", "Cost", "6")
-		req.Body = body
-		err := roundTrip(tr, req)
-		var re *RuleError
-		if !errors.As(err, &re) || re.Rule != "weighted" || re.Field != "Cost" || !errors.Is(err, ErrInvalidRule) {
-			t.Fatalf("err %v, want *RuleError{Rule: weighted, Field: Cost}", err)
-		}
-		if body.closed.Load() != 1 {
-			t.Fatal("body not closed")
-		}
-		if got := localOf(t, tr).TATs(); !reflect.DeepEqual(got, before) {
-			t.Fatalf("store changed: %v → %v", before, got)
-		}
-	})
-}
-
-func TestSeveralRulesAllOrNothing(t *testing.T) {
-	clk := fakeclock.New(epoch)
-	wide := hourRule("wide", 5)
-	narrow := hourRule("narrow", 1)
-	narrow.Match = Match{PathPrefix: "/narrow"}
-	var sent []string
-	base := rtFunc(func(r *http.Request) (*http.Response, error) {
-		sent = append(sent, r.URL.Path)
-		return okBase(r)
-	})
-	tr := mustNew(t, base, WithClock(clk), WithoutWaiting(), WithRules(wide, narrow))
-	store := localOf(t, tr)
-	send := func(path string) error {
-		return roundTrip(tr, newReq(t, context.Background(), "GET", "http://x"+path))
-	}
-	if err := send("/narrow"); err != nil {
-		t.Fatal(err)
-	}
-	before := store.TATs()
-	if len(before) != 2 {
-		t.Fatalf("a request matching both rules booked %d buckets, want 2", len(before))
-	}
-	err := send("/narrow")
-	var we *WaitError
-	if !errors.As(err, &we) || we.Rule != "narrow" {
-		t.Fatalf("err %v, want a *WaitError from rule narrow", err)
-	}
-	if after := store.TATs(); !reflect.DeepEqual(after, before) {
-		t.Fatalf("a rejected request booked the wide rule: %v → %v", before, after)
-	}
-	// The wide rule still has 4 slots, all free for other paths.
-	for i := range 4 {
-		if err := send("/wide"); err != nil {
-			t.Fatalf("wide request %d: %v", i, err)
-		}
-	}
-	if err := send("/wide"); !errors.As(err, &we) || we.Rule != "wide" {
-		t.Fatalf("err %v, want a *WaitError from rule wide", err)
-	}
-	if len(sent) != 5 {
-		t.Fatalf("base saw %d requests, want 5", len(sent))
-	}
+func hourRule(name string, burst int) throttle.Rule {
+	return throttle.Rule{Name: name, Limit: throttle.Limit{Rate: 1, Period: time.Hour, Burst: burst}}
 }

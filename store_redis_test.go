@@ -351,8 +351,8 @@ func TestRedisNamespaces(t *testing.T) {
 	if fs != nil {
 		rs, ok = fs.Primary().(*redisstore.Store)
 	}
-	if !ok || rs.Namespace() != DefaultNamespace {
-		t.Errorf("default store %#v, want a Redis store in namespace %s", rs, DefaultNamespace)
+	if !ok || rs.Namespace() != "default" {
+		t.Errorf("default store %#v, want a Redis store in the documented namespace \"default\"", rs)
 	}
 }
 
@@ -776,7 +776,7 @@ func TestRedisTLSAndACL(t *testing.T) {
 	rdb := srv.ClientAs(t, "throttle", "fleet-password")
 	ctx := redisCtx(t)
 	// Dial and shake hands before the first request: under the race
-	// detector a TLS handshake alone can outlast DefaultRedisTimeout, which
+	// detector a TLS handshake alone can outlast the 50 ms Redis timeout, which
 	// would send the first requests to the local fallback.
 	if err := rdb.Time(ctx).Err(); err != nil { // the user may TIME, not PING
 		t.Fatal(err)

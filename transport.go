@@ -18,7 +18,10 @@ import (
 // RoundTripper.
 //
 // A Transport is safe for concurrent use by multiple goroutines, and should
-// be reused: its buckets live in it (or, with [WithRedis], in Redis).
+// be reused: its buckets live in it (or, with [WithRedis], in Redis). Make
+// one with [New] or [NewTransport]. The zero Transport is a pass-through:
+// it has no rules, and sends every request through [http.DefaultTransport]
+// as it is, without waiting, reading the response or retrying.
 //
 // It keeps the RoundTripper contract: it never modifies the request it is
 // given, it closes the request's body on every path where the base
@@ -46,8 +49,12 @@ var _ http.RoundTripper = (*Transport)(nil)
 
 // New returns a Transport sending requests through base once their slot has
 // come, or the first configuration error: an invalid rule is reported with
-// a [*RuleError] naming the rule and the field. A nil base means
-// [http.DefaultTransport].
+// a [*RuleError] naming the rule and the field, an invalid option value
+// with an [*OptionError]. A nil base means [http.DefaultTransport]; nil
+// options are ignored. Without options the Transport has no rules: it
+// sends every request at once, still reading responses and retrying
+// rate-limited ones (see [RetryPolicy]). New may be called from any
+// goroutine, and the same options may make several Transports.
 func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	t := NewTransport(base, opts...)
 	return t, t.err
@@ -92,7 +99,8 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	return t
 }
 
-// Err returns the Transport's configuration error, or nil.
+// Err returns the Transport's configuration error, or nil (always nil for
+// the zero Transport). It is safe for concurrent use.
 func (t *Transport) Err() error { return t.err }
 
 // RoundTrip waits for the request's slot in every bucket it needs, then
@@ -117,6 +125,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		closeBody(req)
 		return nil, t.err
+	}
+	if t.store == nil {
+		// The zero Transport: every Transport New makes has a store.
+		return http.DefaultTransport.RoundTrip(req)
 	}
 	var bs []store.Bucket
 	if _, inProcess := t.store.(*localstore.Store); inProcess {
@@ -152,7 +164,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt == 1 {
 			start = now
 		}
-		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !t.retry.Replayable(req) {
+		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !bodyReplayable(req) || !t.retry.Replayable(req) {
 			return resp, nil
 		}
 		delay, ok := t.retryDelay(ctx, sig, &bo, start)
@@ -426,11 +438,16 @@ func (t *Transport) giveBack(ctx context.Context, r store.Reservation) {
 	_ = r.Cancel(context.WithoutCancel(ctx))
 }
 
-// CloseIdleConnections closes the idle connections of the base transport,
-// if it has such a method.
+// CloseIdleConnections closes the idle connections of the base transport
+// ([http.DefaultTransport] for the zero Transport), if it has such a
+// method. It is safe for concurrent use.
 func (t *Transport) CloseIdleConnections() {
 	type closeIdler interface{ CloseIdleConnections() }
-	if ci, ok := t.base.(closeIdler); ok {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if ci, ok := base.(closeIdler); ok {
 		ci.CloseIdleConnections()
 	}
 }

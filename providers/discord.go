@@ -17,7 +17,7 @@ type DiscordConfig struct {
 
 	// Key identifies the bot of a request. If nil, the Authorization header
 	// ("Bot <token>", hashed by the Transport).
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 }
 
 // DiscordPreset returns Discord's global limit

@@ -28,7 +28,7 @@ type GitHubConfig struct {
 	// one set of buckets: GitHub counts per user or installation, not per
 	// token, so partitioning by token would be wrong for two tokens of one
 	// user, and for installation tokens, which expire every hour.
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 }
 
 // GitHubPreset returns the limits of GitHub's REST API

@@ -23,7 +23,7 @@ type LLMConfig struct {
 	// quarter of the body's length: a floor that counts the prompt only
 	// (with its JSON) and none of the completion. Give your own estimate
 	// (prompt tokens plus max_tokens) for anything better.
-	Tokens throttle.CostFunc
+	Tokens func(*http.Request) int
 
 	// Host is the host the rules match. If empty, the provider's API host.
 	Host string
@@ -31,7 +31,7 @@ type LLMConfig struct {
 	// Key partitions every rule. If nil, all requests share the buckets:
 	// limits are per organisation (and project), not per API key, so
 	// partitioning by key would be wrong for two keys of one organisation.
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 }
 
 func llmPreset(name, host, tokens string, c LLMConfig, d header.Dialect) Preset {

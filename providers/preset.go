@@ -27,7 +27,7 @@ import (
 //
 // Bursts: GCRA admits Burst + Rate·t requests in any span t. Unless a
 // constructor says otherwise, a rule's Burst is 1 % of its Rate (at least
-// 1), so that with [throttle.DefaultHeadroom] (2 %) a preset stays under a
+// 1), so that with the default headroom of [throttle.WithHeadroom] (2 %) a preset stays under a
 // quota counted on a strict window of its Period with half the headroom
 // left for network jitter. A provider that documents a bigger bucket
 // (Shopify) gets that bucket.

@@ -3,8 +3,6 @@ package providers
 import (
 	"net/http"
 	"strings"
-
-	"github.com/throttlekit/throttle"
 )
 
 // ruleName returns the name of a preset's rule.
@@ -14,10 +12,10 @@ func ruleName(preset, rule string) string { return preset + "-" + rule }
 // rate, at least 1 (see the Preset doc).
 func burstOf(rate int) int { return max(1, rate/100) }
 
-// withKey returns a KeyFunc partitioning by the caller's key k (when not
+// withKey returns a Rule.Key partitioning by the caller's key k (when not
 // nil) and then by part. A NUL separates the two so that no pair of keys
 // can run together into the same string.
-func withKey(k throttle.KeyFunc, part func(*http.Request) string) throttle.KeyFunc {
+func withKey(k func(*http.Request) string, part func(*http.Request) string) func(*http.Request) string {
 	if k == nil {
 		return part
 	}

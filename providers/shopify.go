@@ -40,14 +40,14 @@ type ShopifyConfig struct {
 
 	// Key partitions every rule. If nil, by store (the request's host):
 	// Shopify counts per app and store.
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 
 	// GraphQLCost returns the points a GraphQL Admin API request will
 	// cost: its calculated query cost, which only the caller can know
 	// (from the query, or from extensions.cost of earlier answers). If nil,
 	// the preset has no GraphQL rule: a cost of 1 per query would let far
 	// too many through.
-	GraphQLCost throttle.CostFunc
+	GraphQLCost func(*http.Request) int
 }
 
 // ShopifyPreset returns the limits of Shopify's Admin APIs
@@ -75,7 +75,7 @@ func ShopifyPreset(c ShopifyConfig) Preset {
 	}
 	key := c.Key
 	if key == nil {
-		key = throttle.KeyHost()
+		key = storeKey
 	}
 	plan := c.Plan
 	if plan < 0 || int(plan) >= len(shopifyLimits) {
@@ -124,3 +124,7 @@ func parseShopify(_ int, h http.Header, _ time.Time, s *header.Signal) {
 		Remaining: max(size-used, 0), HasRemaining: true,
 	})
 }
+
+// storeKey partitions by the request's host, which names the store:
+// Shopify counts per app and store. Hosts compare without case.
+func storeKey(r *http.Request) string { return strings.ToLower(r.URL.Host) }

@@ -45,6 +45,8 @@ func TestShopifyPreset(t *testing.T) {
 		checkKeys(t, []keyCase{
 			{"shopify: per store", shopify, "shopify-rest",
 				newReq(ctx, "GET", "https://a.myshopify.com/admin/api/2024-10/products.json", ""), newReq(ctx, "GET", "https://b.myshopify.com/admin/api/2024-10/products.json", ""), false},
+			{"shopify: a store's host without case", shopify, "shopify-rest",
+				newReq(ctx, "GET", "https://a.myshopify.com/admin/api/2024-10/products.json", ""), newReq(ctx, "GET", "https://A.myshopify.com/admin/api/2024-10/products.json", ""), true},
 		})
 	})
 }

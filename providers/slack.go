@@ -45,7 +45,7 @@ type SlackConfig struct {
 	// Key identifies the workspace (and app) of a request. If nil, the
 	// Authorization header (hashed by the Transport): an app has one bot
 	// token per workspace. Tokens sent in the form body are not seen.
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 
 	// Methods gives the tier of the methods you call ("users.info":
 	// SlackTier4), from each method's reference page. It is consulted

@@ -25,7 +25,7 @@ type StripeConfig struct {
 	// accounts, each with its own quota: throttle.KeyHeader("Authorization")
 	// when each account has its own secret key (the Transport hashes it).
 	// If nil, every request shares one account's buckets.
-	Key throttle.KeyFunc
+	Key func(*http.Request) string
 }
 
 // stripeHosts are Stripe's API hosts.
@@ -73,7 +73,7 @@ func StripePreset(c StripeConfig) Preset {
 	filesWrite := func(r *http.Request) bool {
 		return onHost(r) && r.Method != "" && r.Method != http.MethodGet && r.Method != http.MethodHead
 	}
-	rule := func(name string, rate int, m throttle.Match, key throttle.KeyFunc) throttle.Rule {
+	rule := func(name string, rate int, m throttle.Match, key func(*http.Request) string) throttle.Rule {
 		if key == nil {
 			key = c.Key
 		}

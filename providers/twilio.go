@@ -23,14 +23,14 @@ type TwilioConfig struct {
 	// message, or "" when unknown. If nil, the sender given to the
 	// request's context by [WithTwilioSender] is used: the sender is a form
 	// field of the body, which a rule must not read.
-	Sender throttle.KeyFunc
+	Sender func(*http.Request) string
 
 	// Segments, if set, makes the per-sender rules count a message's
 	// segments instead of messages, and raises their burst to 10 segments
 	// so that a long message can ever be admitted (a message of more than
 	// 10 segments then fails with a [*throttle.RuleError]). A sender may
 	// then run up to 10 segments ahead of its rate, which Twilio queues.
-	Segments throttle.CostFunc
+	Segments func(*http.Request) int
 }
 
 // TwilioPreset returns the limits of Twilio's REST API and of its message

@@ -66,7 +66,7 @@ func TestFleetSurvivesRedisKill(t *testing.T) {
 			Goroutines: outageGorout,
 			Duration:   beforeKill + outageFor + afterRestart,
 			// The defaults are what is tested: ModeFallback and
-			// DefaultRedisTimeout; only the log is extra.
+			// the 50 ms Redis timeout; only the log is extra.
 			Extra: map[string]string{faulttest.ExtraModeLog: logs[i]},
 		}
 	}

@@ -41,7 +41,7 @@ type WorkerConfig struct {
 	// Rules are the transport's rules.
 	Rules []RuleConfig `json:"rules"`
 	// Headroom, when set, is passed to throttle.WithHeadroom; nil keeps
-	// throttle.DefaultHeadroom.
+	// the Transport's default headroom (2 %, see throttle.WithHeadroom).
 	Headroom *float64 `json:"headroom,omitempty"`
 	// MaxWait, when positive, is passed to throttle.WithMaxWait.
 	MaxWait time.Duration `json:"max_wait,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/fleettest"
 	"github.com/throttlekit/throttle/internal/redistest"
 )
@@ -17,6 +16,10 @@ const (
 	fleetBurst    = 5
 	fleetDuration = 10 * time.Second
 	fleetWorkers  = 4
+
+	// defaultHeadroom is the Transport's headroom when its worker config
+	// sets none, as throttle.WithHeadroom documents it.
+	defaultHeadroom = 0.02
 )
 
 // fleetConfig returns a worker config sharing one bucket in rs, under a
@@ -79,8 +82,9 @@ func TestFleetSharesOneBucketUnevenLoad(t *testing.T) {
 // checkSharedBucket checks a run of the shared 100/s, burst 5 bucket
 // against the server's record.
 //
-// Every worker runs with throttle.DefaultHeadroom (2 %), as users do, so
-// the bucket's effective rate is 98/s. The ideal is what a perfect GCRA
+// Every worker runs with the default headroom (2 %, see
+// throttle.WithHeadroom), as users do, so the bucket's effective rate is
+// 98/s. The ideal is what a perfect GCRA
 // bucket of that rate admits between the first and the last arrival:
 //
 //	ideal = burst + 98/s · (last arrival − first arrival)
@@ -128,7 +132,7 @@ func checkSharedBucket(t *testing.T, srv *fleettest.Server, res fleettest.Result
 		t.Fatal("no request arrived")
 	}
 	maxN, win := fleettest.MaxInWindow(times, time.Second)
-	effRate := fleetRate * (1 - throttle.DefaultHeadroom)
+	effRate := fleetRate * (1 - defaultHeadroom)
 	ideal := fleetBurst + effRate*(last-first).Seconds()
 	share := float64(len(times)) / ideal
 	t.Logf("arrivals %d from %v to %v after the start (span %v); per second %v",

@@ -16,7 +16,7 @@ import (
 )
 
 // embeddedTimeout bounds the embedded Redis's calls instead of
-// throttle.DefaultRedisTimeout (50 ms). miniredis runs in the example's
+// the default of throttle.WithRedisTimeout (50 ms). miniredis runs in the example's
 // process, competing with its workers and its server for the CPU, and its
 // first call compiles the scripts in Go: under -race that took over 50 ms,
 // so every replica fell back to its local limiter for its first ~0.4 s
