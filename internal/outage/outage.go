@@ -31,13 +31,14 @@ type Store struct {
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
 	guard bool
-	// reserveGuard is guard for reserve calls: the Redis store keeps their
-	// timeout itself (scriptBatcher), except for split requests.
-	reserveGuard bool
-	outage       Mode
-	brk          *breaker
-	local        *localBuckets
-	fleet        func() int64 // live replicas last seen by the heartbeat; 0 if none yet
+	// reserveKept is set when the primary bounds its reserve calls by the
+	// shared timeout itself (Options.ReserveKept): they then go to it as
+	// they are, with no context of the outage store's around them.
+	reserveKept bool
+	outage      Mode
+	brk         *breaker
+	local       *localBuckets
+	fleet       func() int64 // live replicas last seen by the heartbeat; 0 if none yet
 	// graceUntil is the end (UnixNano, by clock) of the grace period after
 	// the last return to the shared bucket, or 0: until then requests also
 	// respect their local share buckets (see inGrace).
@@ -248,8 +249,14 @@ func (f *Store) reserveShared(ctx context.Context, bs []store.Bucket, maxWait ti
 // that arrives after the caller gave up on it is cancelled, so an abandoned
 // call books nothing (unless the cancel itself fails).
 func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+	if f.reserveKept {
+		// The primary keeps the timeout (and refunds a booking its caller
+		// left at it): a context here would cost five allocations a
+		// request (the timer context, its timer, closures and channel).
+		return f.primary.Reserve(ctx, bs, maxWait)
+	}
 	timeout := f.callTimeout()
-	if !f.reserveGuard {
+	if !f.guard {
 		// unguarded, not bounded: its call does not escape, so the
 		// closure costs no allocation on every request's path.
 		return unguarded(ctx, timeout, func(ctx context.Context) (store.Reservation, error) {
@@ -410,9 +417,11 @@ type Options struct {
 	Fleet func() int64
 	// Guard says whether each Redis call needs a goroutine to keep its
 	// timeout (the client ignores context deadlines); ReserveKept, that
-	// the primary keeps its reserve calls within their context's deadline
-	// by itself whatever the client (the Redis store's batcher, unless
-	// requests split), so they need none.
+	// the primary bounds its reserve calls by Timeout by itself whatever
+	// the client, marking the calls it ends store.ErrTimeout, and refunds
+	// a booking whose reply comes after it gave up (the Redis store, its
+	// batcher or its client keeping the bound, unless requests split), so
+	// they need no context or goroutine of the outage store's.
 	Guard, ReserveKept bool
 }
 
@@ -431,18 +440,18 @@ func New(primary store.Store, c Clock, o Options) *Store {
 	}
 	n := &notifier{fn: o.OnChange}
 	return &Store{
-		opts:         o,
-		primary:      primary,
-		clock:        c,
-		timeout:      o.Timeout,
-		guard:        o.Guard,
-		reserveGuard: o.Guard && !o.ReserveKept,
-		outage:       o.Mode,
-		brk:          newBreaker(probeEvery, o.Mode, n),
-		local:        newLocalBuckets(c.Now()),
-		fleet:        o.Fleet,
-		share:        o.Share,
-		assumed:      store.DefaultFleetSize,
+		opts:        o,
+		primary:     primary,
+		clock:       c,
+		timeout:     o.Timeout,
+		guard:       o.Guard,
+		reserveKept: o.ReserveKept,
+		outage:      o.Mode,
+		brk:         newBreaker(probeEvery, o.Mode, n),
+		local:       newLocalBuckets(c.Now()),
+		fleet:       o.Fleet,
+		share:       o.Share,
+		assumed:     store.DefaultFleetSize,
 	}
 }
 
