@@ -91,7 +91,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 				r, grace = f.inGrace(done, until, r, maxWait)
 			}
 			if r.OK {
-				r.Undo = &sharedBooking{f: f, shared: r.Undo, grace: grace}
+				r.Undo = f.passOn(r.Undo, grace)
 			}
 			return r, nil
 		}
@@ -139,12 +139,24 @@ func (h localHold) Cancel(context.Context) error {
 // from Redis: it gives back the Redis booking (shared, Redis's own undo)
 // within the call timeout while the breaker is closed, and the local slot
 // the request also booked during a grace period (grace, or 0), while it
-// lasts.
+// lasts. A Redis booking that takes a gate and has no grace slot needs
+// none (see passOn).
 type sharedBooking struct {
 	f      *Store
 	shared store.Undo
 	grace  holdID
 	done   atomic.Bool
+}
+
+// passOn returns the undo of a reservation Redis made, shared (Redis's
+// own), that the outage store passes on: shared itself, gated (see
+// refundGate), when it takes a gate and no local slot of a grace period
+// goes with it; else a sharedBooking around it.
+func (f *Store) passOn(shared store.Undo, grace holdID) store.Undo {
+	if g, ok := shared.(store.Gated); ok && grace == 0 {
+		return g.Gated((*refundGate)(f))
+	}
+	return &sharedBooking{f: f, shared: shared, grace: grace}
 }
 
 func (u *sharedBooking) Cancel(ctx context.Context) error {
@@ -155,13 +167,26 @@ func (u *sharedBooking) Cancel(ctx context.Context) error {
 	if u.grace != 0 && f.graceUntil.Load() != 0 {
 		f.local.cancelHold(f.clock.Now(), u.grace)
 	}
-	if u.shared == nil || !f.brk.closed() {
+	if u.shared == nil {
+		return nil
+	}
+	return (*refundGate)(f).Refund(ctx, u.shared.Cancel)
+}
+
+// refundGate runs the refunds of Redis bookings (store.Gate): while the
+// breaker is closed, within the call timeout; a failure counts against
+// Redis. A pointer to the Store, so a gated undo costs no allocation.
+type refundGate Store
+
+func (g *refundGate) Refund(ctx context.Context, refund func(context.Context) error) error {
+	f := (*Store)(g)
+	if !f.brk.closed() {
 		// The slot is in a Redis that does not answer: it stays spent
 		// there, which errs on the side of the limit.
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, u.shared.Cancel(ctx)
+		return struct{}{}, refund(ctx)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)

@@ -214,6 +214,8 @@ type redisBooking struct {
 	// counts is the reservation's (reservation.counts).
 	prev, booked, counts []int64
 	done                 atomic.Bool
+	// gate, when set (Gated), runs the refund: the outage store's.
+	gate store.Gate
 	// one holds the TATs and count of a one-bucket booking, the common
 	// case, so that it costs one allocation.
 	one [3]int64
@@ -235,12 +237,28 @@ func (u *redisBooking) tats() bookedTATs {
 	return bookedTATs{prev: u.prev, booked: u.booked, counts: u.counts}
 }
 
+var _ store.Gated = (*redisBooking)(nil)
+
+// Gated makes g the gate of u's refund (see store.Gated).
+func (u *redisBooking) Gated(g store.Gate) store.Undo {
+	u.gate = g
+	return u
+}
+
 // Cancel runs refund.lua for the booked buckets, one call per hash tag
-// when they may be split (see groups).
+// when they may be split (see groups), through u's gate if it has one.
 func (u *redisBooking) Cancel(ctx context.Context) error {
 	if u.done.Swap(true) {
 		return nil
 	}
+	if u.gate != nil {
+		return u.gate.Refund(ctx, u.refund)
+	}
+	return u.refund(ctx)
+}
+
+// refund runs refund.lua for the booked buckets (see Cancel).
+func (u *redisBooking) refund(ctx context.Context) error {
 	var errs []error
 	for _, idx := range u.s.callGroups(u.buckets) {
 		errs = append(errs, u.refundGroup(ctx, idx))
