@@ -31,13 +31,14 @@ type Store struct {
 	// timeout holds even when the client ignores context deadlines (go-redis
 	// without ContextTimeoutEnabled reads until its ReadTimeout).
 	guard bool
-	// reserveGuard is guard for reserve calls: the Redis store keeps their
-	// timeout itself (scriptBatcher), except for split requests.
-	reserveGuard bool
-	outage       Mode
-	brk          *breaker
-	local        *localBuckets
-	fleet        func() int64 // live replicas last seen by the heartbeat; 0 if none yet
+	// reserveKept is set when the primary bounds its reserve calls by the
+	// shared timeout itself (Options.ReserveKept): they then go to it as
+	// they are, with no context of the outage store's around them.
+	reserveKept bool
+	outage      Mode
+	brk         *breaker
+	local       *localBuckets
+	fleet       func() int64 // live replicas last seen by the heartbeat; 0 if none yet
 	// graceUntil is the end (UnixNano, by clock) of the grace period after
 	// the last return to the shared bucket, or 0: until then requests also
 	// respect their local share buckets (see inGrace).
@@ -90,7 +91,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 				r, grace = f.inGrace(done, until, r, maxWait)
 			}
 			if r.OK {
-				r.Undo = &sharedBooking{f: f, shared: r.Undo, grace: grace}
+				r.Undo = f.passOn(r.Undo, grace)
 			}
 			return r, nil
 		}
@@ -138,12 +139,24 @@ func (h localHold) Cancel(context.Context) error {
 // from Redis: it gives back the Redis booking (shared, Redis's own undo)
 // within the call timeout while the breaker is closed, and the local slot
 // the request also booked during a grace period (grace, or 0), while it
-// lasts.
+// lasts. A Redis booking that takes a gate and has no grace slot needs
+// none (see passOn).
 type sharedBooking struct {
 	f      *Store
 	shared store.Undo
 	grace  holdID
 	done   atomic.Bool
+}
+
+// passOn returns the undo of a reservation Redis made, shared (Redis's
+// own), that the outage store passes on: shared itself, gated (see
+// refundGate), when it takes a gate and no local slot of a grace period
+// goes with it; else a sharedBooking around it.
+func (f *Store) passOn(shared store.Undo, grace holdID) store.Undo {
+	if g, ok := shared.(store.Gated); ok && grace == 0 {
+		return g.Gated((*refundGate)(f))
+	}
+	return &sharedBooking{f: f, shared: shared, grace: grace}
 }
 
 func (u *sharedBooking) Cancel(ctx context.Context) error {
@@ -154,13 +167,26 @@ func (u *sharedBooking) Cancel(ctx context.Context) error {
 	if u.grace != 0 && f.graceUntil.Load() != 0 {
 		f.local.cancelHold(f.clock.Now(), u.grace)
 	}
-	if u.shared == nil || !f.brk.closed() {
+	if u.shared == nil {
+		return nil
+	}
+	return (*refundGate)(f).Refund(ctx, u.shared.Cancel)
+}
+
+// refundGate runs the refunds of Redis bookings (store.Gate): while the
+// breaker is closed, within the call timeout; a failure counts against
+// Redis. A pointer to the Store, so a gated undo costs no allocation.
+type refundGate Store
+
+func (g *refundGate) Refund(ctx context.Context, refund func(context.Context) error) error {
+	f := (*Store)(g)
+	if !f.brk.closed() {
 		// The slot is in a Redis that does not answer: it stays spent
 		// there, which errs on the side of the limit.
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, u.shared.Cancel(ctx)
+		return struct{}{}, refund(ctx)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -248,8 +274,14 @@ func (f *Store) reserveShared(ctx context.Context, bs []store.Bucket, maxWait ti
 // that arrives after the caller gave up on it is cancelled, so an abandoned
 // call books nothing (unless the cancel itself fails).
 func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+	if f.reserveKept {
+		// The primary keeps the timeout (and refunds a booking its caller
+		// left at it): a context here would cost five allocations a
+		// request (the timer context, its timer, closures and channel).
+		return f.primary.Reserve(ctx, bs, maxWait)
+	}
 	timeout := f.callTimeout()
-	if !f.reserveGuard {
+	if !f.guard {
 		// unguarded, not bounded: its call does not escape, so the
 		// closure costs no allocation on every request's path.
 		return unguarded(ctx, timeout, func(ctx context.Context) (store.Reservation, error) {
@@ -410,9 +442,11 @@ type Options struct {
 	Fleet func() int64
 	// Guard says whether each Redis call needs a goroutine to keep its
 	// timeout (the client ignores context deadlines); ReserveKept, that
-	// the primary keeps its reserve calls within their context's deadline
-	// by itself whatever the client (the Redis store's batcher, unless
-	// requests split), so they need none.
+	// the primary bounds its reserve calls by Timeout by itself whatever
+	// the client, marking the calls it ends store.ErrTimeout, and refunds
+	// a booking whose reply comes after it gave up (the Redis store, its
+	// batcher or its client keeping the bound, unless requests split), so
+	// they need no context or goroutine of the outage store's.
 	Guard, ReserveKept bool
 }
 
@@ -431,18 +465,18 @@ func New(primary store.Store, c Clock, o Options) *Store {
 	}
 	n := &notifier{fn: o.OnChange}
 	return &Store{
-		opts:         o,
-		primary:      primary,
-		clock:        c,
-		timeout:      o.Timeout,
-		guard:        o.Guard,
-		reserveGuard: o.Guard && !o.ReserveKept,
-		outage:       o.Mode,
-		brk:          newBreaker(probeEvery, o.Mode, n),
-		local:        newLocalBuckets(c.Now()),
-		fleet:        o.Fleet,
-		share:        o.Share,
-		assumed:      store.DefaultFleetSize,
+		opts:        o,
+		primary:     primary,
+		clock:       c,
+		timeout:     o.Timeout,
+		guard:       o.Guard,
+		reserveKept: o.ReserveKept,
+		outage:      o.Mode,
+		brk:         newBreaker(probeEvery, o.Mode, n),
+		local:       newLocalBuckets(c.Now()),
+		fleet:       o.Fleet,
+		share:       o.Share,
+		assumed:     store.DefaultFleetSize,
 	}
 }
 

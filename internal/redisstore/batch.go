@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -27,9 +28,11 @@ import (
 // with callers queued behind it, the first of them, woken to take the
 // queue as it then stands (the longer it waited, the deeper the batch).
 // With guard set (a client that ignores context deadlines, see
-// honoursDeadlines) calls are sent from a goroutine of their own, which
-// sends the queue again each time one comes back, so that every caller
-// waits no longer than its context allows.
+// honoursDeadlines) calls are sent by sender goroutines instead (one per
+// pipeline in flight, kept while calls keep coming, see sender), which send
+// the queue again each time one comes back, so that every caller waits no
+// longer than its context or its timeout (a timer kept in its pooled
+// scriptCall) allows.
 //
 // A caller whose context ends while its call is queued leaves, and the call
 // is never sent; once sent, the caller may still leave, and a booking that
@@ -41,6 +44,9 @@ type scriptBatcher struct {
 	// late receives each call whose caller left after it was sent, with its
 	// reply; it must not keep c.
 	late func(c *scriptCall, reply string, err error)
+	// work hands a call to a sender goroutine that is idle (guard mode):
+	// unbuffered, so a call is taken only by a sender waiting for one.
+	work chan *scriptCall
 
 	mu       sync.Mutex
 	queue    []*scriptCall
@@ -63,18 +69,31 @@ const (
 	callDone                   // its reply is in, its caller told
 )
 
+// errCallTimeout is do's error for a call its timeout ended: the store
+// marks it as store.ErrTimeout.
+var errCallTimeout = errors.New("throttle: redis call timed out")
+
 // do sends c's arguments (one EVALSHA) and returns the reply, a string or an
 // error. c belongs to the batcher from then on: the caller must not touch it
 // after do returns.
-func (b *scriptBatcher) do(ctx context.Context, c *scriptCall) (string, error) {
+//
+// timeout, when positive, bounds the wait on top of ctx, without a context
+// of its own (guard mode only: a client that honours deadlines needs them
+// in ctx): the call then ends with errCallTimeout.
+func (b *scriptBatcher) do(ctx context.Context, c *scriptCall, timeout time.Duration) (string, error) {
 	b.mu.Lock()
 	if b.inFlight < maxInFlight {
 		b.inFlight++
 		b.mu.Unlock()
 		c.state.Store(callTaken) // read by wait and deliver, in guard mode
 		if b.guard {
-			go b.drain(c)
-			return b.wait(ctx, c)
+			timer := c.arm(timeout) // before a sender can deliver c
+			select {
+			case b.work <- c: // an idle sender takes it
+			default:
+				go b.sender(c)
+			}
+			return b.wait(ctx, c, timer)
 		}
 		b.send(ctx, c, nil)
 		reply, err := c.reply, c.err
@@ -84,21 +103,30 @@ func (b *scriptBatcher) do(ctx context.Context, c *scriptCall) (string, error) {
 	}
 	c.state.Store(callQueued)
 	b.queue = append(b.queue, c)
+	timer := c.arm(timeout)
 	b.mu.Unlock()
-	return b.wait(ctx, c)
+	return b.wait(ctx, c, timer)
 }
 
-// wait waits for c's reply, or for its turn to lead, or for ctx to end.
-func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall) (string, error) {
+// wait waits for c's reply, or for its turn to lead, or for ctx to end, or
+// for timer (c's, armed, or nil) to fire.
+func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall, timer <-chan time.Time) (string, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		if c.state.CompareAndSwap(callQueued, callGaveUp) ||
-			c.state.CompareAndSwap(callTaken, callAbandoned) {
+		if c.giveUp() {
 			return "", context.Cause(ctx)
 		}
 		// Its reply or its turn to lead came in just now.
 		<-c.ready
+	case <-timer:
+		if c.giveUp() {
+			return "", errCallTimeout
+		}
+		<-c.ready
+	}
+	if timer != nil {
+		c.timer.Stop()
 	}
 	if c.state.Load() == callLeading {
 		return b.lead(ctx, c)
@@ -106,6 +134,28 @@ func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall) (string, error)
 	reply, err := c.reply, c.err
 	putScriptCall(c)
 	return reply, err
+}
+
+// giveUp marks c as left by its caller, and reports whether it was in
+// time: false when its reply or its turn to lead came first.
+func (c *scriptCall) giveUp() bool {
+	return c.state.CompareAndSwap(callQueued, callGaveUp) ||
+		c.state.CompareAndSwap(callTaken, callAbandoned)
+}
+
+// arm starts c's timer for timeout and returns its channel, or nil when
+// timeout is not positive. The timer lives as long as c, in the pool: one
+// allocation for the life of a pooled call, not one a call.
+func (c *scriptCall) arm(timeout time.Duration) <-chan time.Time {
+	if timeout <= 0 {
+		return nil
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(timeout)
+	} else {
+		c.timer.Reset(timeout) // Go ≥ 1.23: no stale tick survives Reset
+	}
+	return c.timer.C
 }
 
 // lead sends the queue, c's call included unless c's caller has already
@@ -166,8 +216,40 @@ func (b *scriptBatcher) handOff() {
 	b.inFlight--
 }
 
-// drain is the guard's goroutine: it sends first, then the queue, until
-// the queue is empty.
+// senderIdle is how long a sender goroutine waits for work before it
+// ends: it ends between one and two of these after its last call, so
+// that a batcher that is not used leaves no goroutine behind (goleak
+// checks every package's tests), and one in use starts none per call.
+const senderIdle = 50 * time.Millisecond
+
+// sender is a guard goroutine: it drains from first, then takes the next
+// call handed to an idle sender (b.work), until it finds none for a
+// senderIdle after having served none in the one before. A caller that
+// finds no idle sender starts one; the pipelines in flight (inFlight)
+// bound the senders busy at once. Reusing it spares a goroutine start
+// per lone call.
+func (b *scriptBatcher) sender(first *scriptCall) {
+	idle := time.NewTimer(senderIdle)
+	defer idle.Stop()
+	for c, served := first, true; ; {
+		if c != nil {
+			b.drain(c)
+			c, served = nil, true
+		}
+		select {
+		case c = <-b.work:
+		case <-idle.C:
+			if !served {
+				return
+			}
+			served = false
+			idle.Reset(senderIdle)
+		}
+	}
+}
+
+// drain sends first, then the queue, until the queue is empty; it frees
+// first's pipeline slot when done.
 func (b *scriptBatcher) drain(first *scriptCall) {
 	// first goes as send would send a batch of it alone (pipe runs one
 	// call as itself), without the slice that escaped on every lone call.
@@ -423,6 +505,9 @@ type scriptCall struct {
 
 	state atomic.Int32
 	ready chan struct{} // cap 1: the reply is in, or the call is to lead
+	// timer bounds its caller's wait (do's timeout), made once and Reset
+	// for every call; only the caller reads it.
+	timer *time.Timer
 	reply string
 	err   error
 }

@@ -306,10 +306,23 @@ func TestBatchCallerGivesUpWhileQueued(t *testing.T) {
 }
 
 // TestBatchCallerGivesUpAfterSend: with a client that ignores context
-// deadlines, a caller leaves at its deadline even though Redis holds its
-// call; when Redis answers later, the slot booked for nobody is refunded.
+// deadlines, a caller leaves at its deadline, or at the store's timeout
+// (the timer in its scriptCall), even though Redis holds its call; when
+// Redis answers later, the slot booked for nobody is refunded.
 func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		timeout bool // the store's timeout ends the call, not the context
+	}{{"context deadline", false}, {"store timeout", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testGivesUpAfterSend(t, tc.timeout)
+		})
+	}
+}
+
+func testGivesUpAfterSend(t *testing.T, timeout bool) {
 	srv := redistest.Start(t)
 	s, rdb := batchStore(t, srv, false)
 	ctx := redisCtx(t)
@@ -317,11 +330,27 @@ func TestBatchCallerGivesUpAfterSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	bs := []store.Bucket{{Key: "a", Rule: "a", Interval: time.Hour, Burst: 1, Cost: 1}}
+	// A first call, so that a sender goroutine waits idle for the next.
+	if r, err := s.Reserve(ctx, []store.Bucket{{Key: "b", Rule: "b", Interval: time.Hour, Burst: 1, Cost: 1}}, 0); err != nil || !r.OK {
+		t.Fatalf("first reserve: %+v, %v", r, err)
+	}
 	srv.Pause()
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := s.Reserve(short, bs, 0); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("reserve on a paused Redis: %v, want the context's deadline", err)
+	call, want := ctx, context.DeadlineExceeded
+	if timeout {
+		s.timeout = store.NewTimeout(100 * time.Millisecond)
+		s.timeout.MarkWarm()
+		want = store.ErrTimeout
+	} else {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		call = short
+	}
+	start := time.Now()
+	if _, err := s.Reserve(call, bs, 0); !errors.Is(err, want) {
+		t.Fatalf("reserve on a paused Redis: %v, want %v", err, want)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("reserve returned after %v, long after its bound", took)
 	}
 	srv.Resume()
 	// The late booking is refunded on a goroutine of its own: the bucket's

@@ -148,7 +148,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	if o.Beat != nil {
 		s.hb = newHeartbeat(s.prefix, o.Beat)
 	}
-	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, late: s.late}
+	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, late: s.late, work: make(chan *scriptCall)}
 	return s
 }
 
@@ -214,6 +214,8 @@ type redisBooking struct {
 	// counts is the reservation's (reservation.counts).
 	prev, booked, counts []int64
 	done                 atomic.Bool
+	// gate, when set (Gated), runs the refund: the outage store's.
+	gate store.Gate
 	// one holds the TATs and count of a one-bucket booking, the common
 	// case, so that it costs one allocation.
 	one [3]int64
@@ -235,12 +237,28 @@ func (u *redisBooking) tats() bookedTATs {
 	return bookedTATs{prev: u.prev, booked: u.booked, counts: u.counts}
 }
 
+var _ store.Gated = (*redisBooking)(nil)
+
+// Gated makes g the gate of u's refund (see store.Gated).
+func (u *redisBooking) Gated(g store.Gate) store.Undo {
+	u.gate = g
+	return u
+}
+
 // Cancel runs refund.lua for the booked buckets, one call per hash tag
-// when they may be split (see groups).
+// when they may be split (see groups), through u's gate if it has one.
 func (u *redisBooking) Cancel(ctx context.Context) error {
 	if u.done.Swap(true) {
 		return nil
 	}
+	if u.gate != nil {
+		return u.gate.Refund(ctx, u.refund)
+	}
+	return u.refund(ctx)
+}
+
+// refund runs refund.lua for the booked buckets (see Cancel).
+func (u *redisBooking) refund(ctx context.Context) error {
 	var errs []error
 	for _, idx := range u.s.callGroups(u.buckets) {
 		errs = append(errs, u.refundGroup(ctx, idx))
@@ -358,10 +376,12 @@ func (s *Store) tag(b *store.Bucket) string {
 }
 
 // call derives the context of one Redis call: ctx, bounded by the store's
-// timeout unless ctx already ends sooner (the outage store bounds each of
-// its calls by the same timeout, so the hot path makes no second timer).
-// A client that ignores context deadlines keeps the bound only for reserve
-// calls (see Options.Guard); the outage store guards the others.
+// timeout unless ctx already ends sooner (the outage store bounds its other
+// calls by the same timeout, so they make no second timer; it leaves
+// reserve calls to the store, see outage.Options.ReserveKept). A client
+// that ignores context deadlines keeps the bound only for reserve calls,
+// which the batcher keeps instead of the client (see Options.Guard); the
+// outage store guards the others.
 func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.timeout == nil {
 		return ctx, func() {}
@@ -545,10 +565,21 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 		// grouping keeps correct.
 		c.tag = s.tag(&bs[0])
 	}
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	c.deadline, _ = cctx.Deadline()
-	reply, err := s.batch.do(cctx, c) // c is the batcher's from here on
+	// The store's bound: with guard, the batcher keeps it with a timer in
+	// c (no context, and its timer and closures, per call); otherwise the
+	// client keeps it from the context's deadline.
+	cctx, cancel, timeout := ctx, context.CancelFunc(nil), time.Duration(0)
+	if s.batch.guard && s.timeout != nil {
+		timeout = s.timeout.Next()
+	} else {
+		cctx, cancel = s.call(ctx)
+		defer cancel()
+		c.deadline, _ = cctx.Deadline()
+	}
+	reply, err := s.batch.do(cctx, c, timeout) // c is the batcher's from here on
+	if err == errCallTimeout {
+		return groupReply{}, fmt.Errorf("throttle: redis reserve: %w after %v", store.ErrTimeout, timeout)
+	}
 	if err != nil {
 		return groupReply{}, s.failed("reserve", ctx, cctx, err)
 	}

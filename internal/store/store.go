@@ -143,6 +143,24 @@ type Undo interface {
 	Cancel(ctx context.Context) error
 }
 
+// Gate is how a store that passes on the reservations of the store it
+// wraps (the outage store around the Redis store) runs their refunds: its
+// own way (only while the inner store is believed reachable, within its
+// timeout), refund being the inner store's.
+type Gate interface {
+	Refund(ctx context.Context, refund func(context.Context) error) error
+}
+
+// Gated is an Undo that can take such a Gate itself, so that the store
+// passing it on needs no Undo of its own around it (an allocation a
+// request). Gated sets g as the gate of every later Cancel, which stays
+// once for all copies, and returns the Undo to pass on; the store the
+// reservation came to calls it once, before the reservation leaves it.
+type Gated interface {
+	Undo
+	Gated(g Gate) Undo
+}
+
 // Cancel gives r's booking back (see undo). It is safe to call on any copy
 // of r, any number of times, and on a reservation that booked nothing.
 func (r *Reservation) Cancel(ctx context.Context) error {
