@@ -7,12 +7,6 @@ import (
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// DefaultHeadroom is the default headroom under the name the feedback
-// tests (quotaview_test.go) use. It exists in the tests only: the root
-// exports no Default constants, WithHeadroom documents the value. Delete
-// it once those tests name defaultHeadroom or move to their own package.
-const DefaultHeadroom = defaultHeadroom
-
 // TestDefaultsMatchTheStores: the root's documented defaults are the ones
 // the internal stores apply on their own.
 func TestDefaultsMatchTheStores(t *testing.T) {

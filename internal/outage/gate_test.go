@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -38,7 +39,7 @@ func (u *gatedUndo) Cancel(ctx context.Context) error {
 // opens it, as sharedBooking does.
 func TestPassOnGated(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
-	newStore := func() *Store { return New(newGCRAStore(clk), clk, Options{}) }
+	newStore := func() *Store { return New(localstore.New(clk), clk, Options{}) }
 	t.Run("closed: refunds once, from any copy", func(t *testing.T) {
 		f := newStore()
 		u := &gatedUndo{}
