@@ -13,7 +13,7 @@ import (
 // default headroom: a rule equal to a quota of 100 per second.
 func quotaBucket() store.Bucket {
 	// As the root compiles Limit{Rate: 100, Period: time.Second, Burst: 1}
-	// at throttle.DefaultHeadroom (leaky.go): Period / (Rate·(1-headroom)).
+	// at the root's default headroom (defaultHeadroom, documented by WithHeadroom): Period / (Rate·(1-headroom)).
 	headroom := 0.02
 	return store.Bucket{Key: "api", Rule: "api", Interval: time.Duration(float64(time.Second) / (100 * (1 - headroom))), Burst: 1, Cost: 1,
 		Rate: 100, Period: time.Second, Headroom: headroom}
