@@ -24,11 +24,11 @@ import (
 type localBuckets struct {
 	n atomic.Int64 // len(m), read without the lock on the shared path
 
-	mu    sync.Mutex
-	m     map[string]*localBucket
-	held  map[holdID]heldLocal // waiting bookings, for cancels
-	next  holdID               // the last holdID given out
-	sweep store.Sweeper
+	mu      sync.Mutex
+	m       map[string]*localBucket
+	waiting map[bookingID]waitingBooking // waiting bookings, for cancels
+	next    bookingID                    // the last bookingID given out
+	sweep   store.Sweeper
 	// latest is the latest time any limiter was used at. Callers read the
 	// clock before taking the lock, so their times arrive out of order,
 	// and a rate.Limiter used at an earlier time than before moves its
@@ -50,19 +50,19 @@ type localBucket struct {
 	settled bool
 }
 
-// holdID names a waiting booking in localBuckets.held: a sequence number,
+// bookingID names a waiting booking in localBuckets.waiting: a sequence number,
 // so that any copy of the reservation holding it finds the booking, and
 // none finds another. 0 names none.
-type holdID uint64
+type bookingID uint64
 
-// heldLocal is a booking that may still be cancelled: its parts in the
+// waitingBooking is a booking that may still be cancelled: its parts in the
 // order they were made, and its departure, after which it is forgotten.
-type heldLocal struct {
-	parts  []heldPart
+type waitingBooking struct {
+	parts  []bookedPart
 	depart time.Time
 }
 
-type heldPart struct {
+type bookedPart struct {
 	r  *rate.Reservation
 	at time.Time // the time it was made at (never before the bucket's pause)
 }
@@ -75,9 +75,9 @@ type debt struct {
 
 func newLocalBuckets(now time.Time) *localBuckets {
 	return &localBuckets{
-		m:     make(map[string]*localBucket),
-		held:  make(map[holdID]heldLocal),
-		sweep: store.NewSweeper(now.UnixNano()),
+		m:       make(map[string]*localBucket),
+		waiting: make(map[bookingID]waitingBooking),
+		sweep:   store.NewSweeper(now.UnixNano()),
 	}
 }
 
@@ -122,12 +122,12 @@ func (l *localBuckets) get(now time.Time, b *store.Bucket, share float64) *local
 // localBooked is what a booking in the local buckets tells its caller:
 // whether it was made, the longest wait from now with the index of the
 // bucket that set it, and, for a booking that waits (only those can give
-// their slot back), its name in held.
+// their slot back), its name in waiting.
 type localBooked struct {
 	ok      bool
 	wait    time.Duration
 	limiter int
-	id      holdID
+	id      bookingID
 }
 
 // localRequest is a request to book in the local buckets: one slot in each
@@ -164,7 +164,7 @@ func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 	if wait > 0 {
 		l.next++
 		b.id = l.next
-		l.held[b.id] = heldLocal{parts: parts, depart: now.Add(wait)}
+		l.waiting[b.id] = waitingBooking{parts: parts, depart: now.Add(wait)}
 	}
 	return b
 }
@@ -176,7 +176,7 @@ func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 // index of the bucket that set it. If that wait exceeds maxWait, nothing is
 // booked locally and ok is false: the request then departs at its shared
 // slot, since it must not fail because of the return. A waiting booking is
-// held under the returned id, for cancelHold.
+// kept under the returned id, for cancelBooking.
 //
 // Limiters made here are settled at once: what they spend is booked in
 // Redis as well, so it is owed nothing.
@@ -187,9 +187,9 @@ func (l *localBuckets) reserveGrace(now time.Time, r *store.Reservation, maxWait
 // book reserves one slot in each bucket of q.bs but those at the indices
 // q.skip, and returns the parts made and the longest wait from now, with
 // its bucket's index. l.mu must be held.
-func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Duration, int) {
+func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.Duration, int) {
 	bs, share := q.bs, q.share
-	parts := make([]heldPart, 0, len(bs))
+	parts := make([]bookedPart, 0, len(bs))
 	var wait time.Duration
 	limiter := 0
 	for i := range bs {
@@ -212,7 +212,7 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 			r := e.lim.ReserveN(at, int(n))
 			d := waitNever
 			if r.OK() {
-				parts = append(parts, heldPart{r, at})
+				parts = append(parts, bookedPart{r, at})
 				d = r.DelayFrom(now)
 			}
 			if d > wait {
@@ -224,23 +224,23 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]heldPart, time.Dur
 	return parts, wait, limiter
 }
 
-// cancelHold gives back the tokens of the waiting booking held under id, if
+// cancelBooking gives back the tokens of the waiting booking kept under id, if
 // any, as far as rate.Reservation.CancelAt can: tokens booked by later
 // requests stay spent. A second cancel of the same id finds nothing.
-func (l *localBuckets) cancelHold(now time.Time, id holdID) {
+func (l *localBuckets) cancelBooking(now time.Time, id bookingID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h, ok := l.held[id]
+	h, ok := l.waiting[id]
 	if !ok {
 		return
 	}
-	delete(l.held, id)
+	delete(l.waiting, id)
 	cancelParts(l.at(now), h.parts)
 }
 
 // cancelParts cancels reservation parts, latest first, each at its own
 // time or later, so a paused bucket's clock never moves back.
-func cancelParts(now time.Time, parts []heldPart) {
+func cancelParts(now time.Time, parts []bookedPart) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		parts[i].r.CancelAt(later(now, parts[i].at))
 	}
@@ -357,10 +357,10 @@ func (l *localBuckets) releaseDebts(debts []debt) {
 }
 
 // maybeSweep drops limiters that are full again (equal to new ones) and
-// held reservations whose departure has passed, when the map has doubled
+// waiting bookings whose departure has passed, when the map has doubled
 // or a sweep is due. l.mu must be held.
 func (l *localBuckets) maybeSweep(now time.Time) {
-	if !l.sweep.Due(len(l.m)+len(l.held), now.UnixNano()) {
+	if !l.sweep.Due(len(l.m)+len(l.waiting), now.UnixNano()) {
 		return
 	}
 	for k, e := range l.m {
@@ -368,9 +368,9 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 			delete(l.m, k)
 		}
 	}
-	for k, h := range l.held {
+	for k, h := range l.waiting {
 		if !now.Before(h.depart) {
-			delete(l.held, k)
+			delete(l.waiting, k)
 		}
 	}
 	// Go maps do not shrink: copy what is left.
@@ -378,20 +378,20 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 	for k, e := range l.m {
 		m[k] = e
 	}
-	held := make(map[holdID]heldLocal, len(l.held))
-	for k, h := range l.held {
-		held[k] = h
+	waiting := make(map[bookingID]waitingBooking, len(l.waiting))
+	for k, h := range l.waiting {
+		waiting[k] = h
 	}
-	l.m, l.held = m, held
+	l.m, l.waiting = m, waiting
 	l.n.Store(int64(len(l.m)))
-	l.sweep.Swept(len(m)+len(held), now.UnixNano())
+	l.sweep.Swept(len(m)+len(waiting), now.UnixNano())
 }
 
-// len returns the number of limiters and held reservations, for tests.
-func (l *localBuckets) len() (limiters, held int) {
+// len returns the number of limiters and waiting bookings, for tests.
+func (l *localBuckets) len() (limiters, waiting int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.m), len(l.held)
+	return len(l.m), len(l.waiting)
 }
 
 func later(a, b time.Time) time.Time {

@@ -86,7 +86,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 			if f.brk.success(done, probe) && f.outage == Fallback {
 				f.graceUntil.Store(done.Add(returnGrace).UnixNano())
 			}
-			var grace holdID
+			var grace bookingID
 			if until := f.graceUntil.Load(); until != 0 {
 				r, grace = f.inGrace(done, until, r, maxWait)
 			}
@@ -117,21 +117,21 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 	lb := f.local.reserve(now, bs, maxWait, share)
 	r := store.Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
 	if lb.id != 0 {
-		r.Undo = localHold{f, lb.id}
+		r.Undo = localBooking{f, lb.id}
 	}
 	return r, nil
 }
 
-// localHold is the undo of a waiting booking in the outage's local buckets:
-// its name there. A value: copies name the same booking, and cancelHold
+// localBooking is the undo of a waiting booking in the outage's local buckets:
+// its name there. A value: copies name the same booking, and cancelBooking
 // finds it once.
-type localHold struct {
+type localBooking struct {
 	f  *Store
-	id holdID
+	id bookingID
 }
 
-func (h localHold) Cancel(context.Context) error {
-	h.f.local.cancelHold(h.f.clock.Now(), h.id)
+func (h localBooking) Cancel(context.Context) error {
+	h.f.local.cancelBooking(h.f.clock.Now(), h.id)
 	return nil
 }
 
@@ -144,7 +144,7 @@ func (h localHold) Cancel(context.Context) error {
 type sharedBooking struct {
 	f      *Store
 	shared store.Undo
-	grace  holdID
+	grace  bookingID
 	done   atomic.Bool
 }
 
@@ -152,7 +152,7 @@ type sharedBooking struct {
 // own), that the outage store passes on: shared itself, gated (see
 // refundGate), when it takes a gate and no local slot of a grace period
 // goes with it; else a sharedBooking around it.
-func (f *Store) passOn(shared store.Undo, grace holdID) store.Undo {
+func (f *Store) passOn(shared store.Undo, grace bookingID) store.Undo {
 	if g, ok := shared.(store.Gated); ok && grace == 0 {
 		return g.Gated((*refundGate)(f))
 	}
@@ -165,7 +165,7 @@ func (u *sharedBooking) Cancel(ctx context.Context) error {
 	}
 	f := u.f
 	if u.grace != 0 && f.graceUntil.Load() != 0 {
-		f.local.cancelHold(f.clock.Now(), u.grace)
+		f.local.cancelBooking(f.clock.Now(), u.grace)
 	}
 	if u.shared == nil {
 		return nil
@@ -219,7 +219,7 @@ func (f *Store) graceShare() float64 {
 // spent and has not earned back, as on the return, waiting slots
 // included, and drops the limiter. It returns r, and the name of the local
 // booking of a request that waits for it, or 0.
-func (f *Store) inGrace(now time.Time, until int64, r store.Reservation, maxWait time.Duration) (store.Reservation, holdID) {
+func (f *Store) inGrace(now time.Time, until int64, r store.Reservation, maxWait time.Duration) (store.Reservation, bookingID) {
 	if now.UnixNano() >= until {
 		if f.graceUntil.CompareAndSwap(until, 0) {
 			f.local.unsettle(now)

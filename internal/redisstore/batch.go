@@ -36,14 +36,14 @@ import (
 //
 // A caller whose context ends while its call is queued leaves, and the call
 // is never sent; once sent, the caller may still leave, and a booking that
-// arrives after it is refunded (see Store.late). Either way the call's
+// arrives after it is refunded (see Store.abandoned). Either way the call's
 // memory then belongs to the batcher, which pools it when done with it.
 type scriptBatcher struct {
 	rdb   redis.UniversalClient
 	guard bool
-	// late receives each call whose caller left after it was sent, with its
+	// abandoned receives each call whose caller left after it was sent, with its
 	// reply; it must not keep c.
-	late func(c *scriptCall, reply string, err error)
+	abandoned func(c *scriptCall, reply string, err error)
 	// work hands a call to a sender goroutine that is idle (guard mode):
 	// unbuffered, so a call is taken only by a sender waiting for one.
 	work chan *scriptCall
@@ -467,15 +467,15 @@ func batchContext(ctx context.Context, batch []*scriptCall) (context.Context, co
 	return context.WithDeadline(context.WithoutCancel(ctx), latest)
 }
 
-// deliver tells c's caller its reply, or hands it to late when the caller
+// deliver tells c's caller its reply, or hands it to abandoned when the caller
 // left after c was sent.
 func (b *scriptBatcher) deliver(c *scriptCall) {
 	if c.state.CompareAndSwap(callTaken, callDone) {
 		c.ready <- struct{}{}
 		return
 	}
-	if b.late != nil {
-		b.late(c, c.reply, c.err)
+	if b.abandoned != nil {
+		b.abandoned(c, c.reply, c.err)
 	}
 	putScriptCall(c)
 }
@@ -497,7 +497,7 @@ type scriptCall struct {
 	// booked in one script call (reserve_batch.lua).
 	tag string
 	// bs and beat are the call's buckets and whether it carries the
-	// heartbeat, for a late reply (Store.late).
+	// heartbeat, for a late reply (Store.abandoned).
 	bs   []store.Bucket
 	beat bool
 	// deadline is the caller's context deadline, or zero.

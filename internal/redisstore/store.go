@@ -148,7 +148,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	if o.Beat != nil {
 		s.hb = newHeartbeat(s.prefix, o.Beat)
 	}
-	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, late: s.late, work: make(chan *scriptCall)}
+	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, abandoned: s.abandoned, work: make(chan *scriptCall)}
 	return s
 }
 
@@ -183,11 +183,11 @@ func (s *Store) Namespace() string { return s.ns }
 // lateRefundTimeout bounds the refund of a booking whose caller had left.
 const lateRefundTimeout = time.Second
 
-// late takes the reply of a reserve call whose caller gave up after it was
+// abandoned takes the reply of a reserve call whose caller gave up after it was
 // sent: a slot booked for nobody goes back, as far as refund.lua can (see
 // redisBooking). The refund runs on a goroutine of its own, so the pipeline
 // that brought the reply does not wait for it.
-func (s *Store) late(c *scriptCall, reply string, err error) {
+func (s *Store) abandoned(c *scriptCall, reply string, err error) {
 	if err != nil {
 		return
 	}
