@@ -141,15 +141,15 @@ type localRequest struct {
 	grace   bool
 	maxWait time.Duration
 	share   float64
+	// emptyUntil, when after the booking's time, is when the requests
+	// this replica booked in the shared bucket stop departing (the
+	// Store's sharedUntil): a limiter made for the outage starts empty
+	// then, so that its first local slot follows them at its share's
+	// pace rather than bursting beside them.
+	emptyUntil time.Time
 }
 
-// reserve books one slot for a request in the buckets bs, all or nothing,
-// if it can depart within maxWait.
-func (l *localBuckets) reserve(now time.Time, bs []store.Bucket, maxWait time.Duration, share float64) localBooked {
-	return l.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share})
-}
-
-// reserveFor books q, all or nothing.
+// reserveFor books q, all or nothing, if it can depart within q.maxWait.
 func (l *localBuckets) reserveFor(now time.Time, q localRequest) localBooked {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -201,6 +201,10 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.D
 		switch {
 		case !q.grace:
 			e.settled = false
+			if !known && q.emptyUntil.After(l.at(now)) {
+				e.lim.ReserveN(q.emptyUntil, e.lim.Burst())
+				e.pausedUntil = q.emptyUntil
+			}
 		case !known:
 			e.settled = true
 		}

@@ -48,6 +48,15 @@ type Store struct {
 	// a Redis restart the heartbeat's count starts again from 1 as the
 	// replicas beat in turn, and a share taken from it would be too large.
 	outageShare atomic.Uint64
+	// sharedUntil is the latest departure (UnixNano, by clock) of a
+	// request this replica booked in the shared bucket: at the switch to
+	// the local buckets, the requests booked there before it still depart
+	// until then, at the shared bucket's pace, so a limiter made in the
+	// outage starts empty at that instant (see localRequest.emptyUntil)
+	// instead of spending its share, burst and all, beside them. One value
+	// for every key: a key whose own queue ended sooner starts its local
+	// bucket up to that much late, once, at the switch.
+	sharedUntil atomic.Int64
 	share       float64 // explicit share (WithFleetShare), or 0
 	assumed     int64   // fleet size assumed before any heartbeat
 }
@@ -92,6 +101,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 			}
 			if r.OK {
 				r.Undo = f.passOn(r.Undo, grace)
+				f.bookedShared(done.Add(max(r.Wait, 0)))
 			}
 			return r, nil
 		}
@@ -114,12 +124,24 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 	if bits := math.Float64bits(share); f.outageShare.Load() != bits {
 		f.outageShare.Store(bits)
 	}
-	lb := f.local.reserve(now, bs, maxWait, share)
+	lb := f.local.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share, emptyUntil: time.Unix(0, f.sharedUntil.Load())})
 	r := store.Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
 	if lb.id != 0 {
 		r.Undo = localBooking{f, lb.id}
 	}
 	return r, nil
+}
+
+// bookedShared records that a request booked in the shared bucket departs
+// at depart (see sharedUntil).
+func (f *Store) bookedShared(depart time.Time) {
+	d := depart.UnixNano()
+	for {
+		cur := f.sharedUntil.Load()
+		if d <= cur || f.sharedUntil.CompareAndSwap(cur, d) {
+			return
+		}
+	}
 }
 
 // localBooking is the undo of a waiting booking in the outage's local buckets:

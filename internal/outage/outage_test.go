@@ -270,6 +270,48 @@ func TestFallbackShare(t *testing.T) {
 	}
 }
 
+// TestFallbackSwitchAfterSharedQueue: the requests this replica booked in
+// the shared bucket before Redis failed still depart, so its local bucket
+// starts empty at the last of them and spends its share after them; a
+// switch that comes after they have all gone starts with the local burst.
+func TestFallbackSwitchAfterSharedQueue(t *testing.T) {
+	const share = 40 * time.Millisecond // a fleet of 4: 25/s, burst 2
+	for _, tc := range []struct {
+		name    string
+		booked  int           // requests booked in the shared bucket first
+		advance time.Duration // then the clock moves, then Redis fails
+	}{
+		{"a queue still departing", 20, 50 * time.Millisecond},
+		{"a queue gone", 20, time.Second},
+		{"nothing booked", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+			b := fbBucket("a")
+			var last time.Duration
+			for range tc.booked {
+				last = h.reserve(t, b).Wait
+			}
+			h.clk.Advance(tc.advance)
+			h.primary.set(true)
+			queue := max(last-tc.advance, 0)
+			want := []time.Duration{0, 0, share} // the local burst, then the share's pace
+			if queue > 0 {
+				want = []time.Duration{queue + share, queue + 2*share, queue + 3*share}
+			}
+			for i, w := range want {
+				r := h.reserve(t, b)
+				if h.f.Mode() != Fallback {
+					t.Fatalf("mode %v, want fallback", h.f.Mode())
+				}
+				if d := r.Wait - w; d < -time.Microsecond || d > time.Microsecond {
+					t.Fatalf("local request %d waits %v, want %v (the shared queue ends in %v)", i, r.Wait, w, queue)
+				}
+			}
+		})
+	}
+}
+
 func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
 	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 2 })
 	b := fbBucket("a")
