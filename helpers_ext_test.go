@@ -1,92 +1,28 @@
 package throttle_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"strings"
-	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/fakeclock"
 )
 
-// rtFunc adapts a function to http.RoundTripper.
-type rtFunc func(*http.Request) (*http.Response, error)
+// The helpers shared with package throttle's own tests (helpers_test.go,
+// through export_test.go).
+type rtFunc = throttle.RTFunc
 
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// okBase answers every request with a canned 200, without a network.
-var okBase = rtFunc(func(r *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
-})
-
-// recBody is a request body that records how often it was closed.
-type recBody struct {
-	io.Reader
-	closed atomic.Int32
-}
-
-func newRecBody() *recBody      { return &recBody{Reader: strings.NewReader("payload")} }
-func (b *recBody) Close() error { b.closed.Add(1); return nil }
-
-// newReq returns a request for url with the given headers ("K", "V", ...).
-func newReq(t testing.TB, ctx context.Context, method, url string, kv ...string) *http.Request {
-	t.Helper()
-	r, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		r.Header.Set(kv[i], kv[i+1])
-	}
-	return r
-}
-
-// mustNew builds a Transport or fails the test.
-func mustNew(t testing.TB, base http.RoundTripper, opts ...throttle.Option) *throttle.Transport {
-	t.Helper()
-	tr, err := throttle.New(base, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
-// roundTrip sends r through tr and closes any response body.
-func roundTrip(tr http.RoundTripper, r *http.Request) error {
-	resp, err := tr.RoundTrip(r)
-	if resp != nil {
-		_ = resp.Body.Close()
-	}
-	return err
-}
+var (
+	okBase     = throttle.OKBase
+	newRecBody = throttle.NewRecBody
+	newReq     = throttle.NewReq
+	mustNew    = throttle.MustNew
+	roundTrip  = throttle.RoundTrip
+	fillBucket = throttle.FillBucket
+)
 
 // epoch is where the fake clocks of these tests start.
 var epoch = time.Unix(1_700_000_000, 0)
-
-// fillBucket books the one slot of a burst-1 rule and returns the rule's
-// Transport (fake clock at epoch, headroom 0, interval 1 s).
-func fillBucket(t *testing.T, base http.RoundTripper, opts ...throttle.Option) (*throttle.Transport, *fakeclock.Clock) {
-	t.Helper()
-	clk := fakeclock.New(time.Now())
-	return fillBucketOn(t, clk, base, opts...), clk
-}
-
-// fillBucketOn is fillBucket with the fake clock given.
-func fillBucketOn(t *testing.T, clk *fakeclock.Clock, base http.RoundTripper, opts ...throttle.Option) *throttle.Transport {
-	t.Helper()
-	opts = append([]throttle.Option{throttle.WithClock(clk), throttle.WithHeadroom(0), throttle.WithRules(throttle.Rule{
-		Name: "one", Limit: throttle.Limit{Rate: 1, Period: time.Second, Burst: 1},
-	})}, opts...)
-	tr := mustNew(t, base, opts...)
-	if err := roundTrip(tr, newReq(t, context.Background(), "GET", "http://x/")); err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
 
 // drainAndClose reads a little of a response body and closes it.
 func drainAndClose(resp *http.Response) {

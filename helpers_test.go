@@ -32,6 +32,9 @@ type recBody struct {
 func newRecBody() *recBody      { return &recBody{Reader: strings.NewReader("payload")} }
 func (b *recBody) Close() error { b.closed.Add(1); return nil }
 
+// Closes returns how often b was closed.
+func (b *recBody) Closes() int32 { return b.closed.Load() }
+
 // newReq returns a request for url with the given headers ("K", "V", ...).
 func newReq(t testing.TB, ctx context.Context, method, url string, kv ...string) *http.Request {
 	t.Helper()

@@ -80,8 +80,8 @@ func TestRuleValidation(t *testing.T) {
 				if resp != nil || rtErr != tr.Err() {
 					t.Fatalf("RoundTrip = %v, %v; want nil, the configuration error", resp, rtErr)
 				}
-				if body.closed.Load() != 1 {
-					t.Fatalf("body closed %d times, want 1", body.closed.Load())
+				if body.Closes() != 1 {
+					t.Fatalf("body closed %d times, want 1", body.Closes())
 				}
 			}
 			if called {

@@ -33,8 +33,8 @@ func TestTransportMaxWait(t *testing.T) {
 	if we.Wait != time.Second || we.Budget != 500*time.Millisecond || we.Rule != "one" {
 		t.Fatalf("WaitError %+v; want Rule one, Wait 1s, Budget 500ms", we)
 	}
-	if clk.Timers() != 0 || body.closed.Load() == 0 {
-		t.Fatalf("timers %d, body closed %d; want no sleep and a closed body", clk.Timers(), body.closed.Load())
+	if clk.Timers() != 0 || body.Closes() == 0 {
+		t.Fatalf("timers %d, body closed %d; want no sleep and a closed body", clk.Timers(), body.Closes())
 	}
 	t.Run("a nearer deadline wins", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -117,7 +117,7 @@ func TestContractBodyClosed(t *testing.T) {
 			if resp != nil || !errors.Is(err, tt.want) {
 				t.Fatalf("RoundTrip = %v, %v; want nil, %v", resp, err, tt.want)
 			}
-			if n := body.closed.Load(); n != 1 {
+			if n := body.Closes(); n != 1 {
 				t.Fatalf("body closed %d times, want 1", n)
 			}
 			select {
