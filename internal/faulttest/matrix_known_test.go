@@ -21,7 +21,7 @@ type knownFailure struct {
 const (
 	whySwitch = "at the switch, the slots the replicas booked in Redis for their waiting requests still depart; a local bucket now starts empty at the replica's last shared departure (outage.Store.sharedUntil), but one value serves every key and a stalled Redis's timed-out calls leave bookings the replica never learnt of; at 20/s every replica's local burst is at least 1 (4 or 8 against the rule's 1)"
 	whyReturn = "at the return, the replicas back first spend the shared rate while the others still spend their local share, and when the 2 s grace period ends the requests held to their local slots leave together; the rejections of that window are retried (default policy) into the next"
-	whyWindow = "at 20/s with 8 replicas the outage's local buckets (2.5/s each, burst floored at 1, not 0) burst 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
+	whyWindow = "at 20/s with 4 or 8 replicas the outage's local buckets (5 or 2.5/s each, burst floored at 1, not 0) burst 4 or 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
 	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
 	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
 	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–190/s of 196 at 200/s)"
@@ -46,6 +46,8 @@ var knownFailures = []knownFailure{
 	{"busy+7idle_20rps_", gateReturn, "23 (limit 22)", whyReturn},
 
 	{"8x16_20rps_", gateWindow, "37–39 in the outage's steady state (limit 22)", whyWindow},
+	{"4x8_20rps_", gateWindow, "≤ 22 in four runs, 23 in a fifth (8.98 s from the start, in the outage; no stall)", whyWindow},
+	{"busy+7idle_20rps_", gateWindow, "not seen over 22 yet; the same eight local limiters as 8x16 at 20/s", whyWindow},
 
 	{"4x8_20rps_", gateUseOutage, "0.919–0.950", whyLowUse},
 	{"8x16_20rps_", gateUseOutage, "0.925–0.962, below 0.95 in most runs", whyLowUse},
