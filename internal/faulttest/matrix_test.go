@@ -50,7 +50,7 @@ import (
 //     -timeout to match (about 9 minutes × the scale).
 //   - THROTTLE_OUTAGE_TABLE=path writes the table, in markdown, to path.
 //
-// -short skips the matrix. A cell that would run into the last
+// A Redis test never skips, -short or not. A cell that would run into the last
 // deadlineMargin before the test binary's deadline is not started: it
 // fails, naming the -timeout to give, and the table still prints.
 //
@@ -91,9 +91,6 @@ import (
 // instead of failing the test, so that every other gate holds in CI; a
 // listed gate that passes is logged, to be taken off the list.
 func TestOutageMatrix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the outage matrix takes about 9 minutes; run without -short")
-	}
 	m := newMatrix(t)
 	cs := cells()
 	var est time.Duration

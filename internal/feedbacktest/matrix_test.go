@@ -61,7 +61,7 @@ import (
 //     -timeout 6h).
 //   - THROTTLE_MATRIX_TABLE=path writes the table, in markdown, to path.
 //
-// -short skips the matrix. A cell that would run into the last 3 minutes
+// A Redis test never skips, -short or not. A cell that would run into the last 3 minutes
 // before the test binary's deadline (kept for the package's other tests)
 // is not started: it fails, naming the -timeout to give, and the table
 // still prints.
@@ -108,9 +108,6 @@ import (
 // baselines: ~0.98 of the quota, no rejection on steady) show when a
 // failure is the machine's.
 func TestMatrix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the scenario matrix takes about 15 minutes; run without -short")
-	}
 	m := newMatrix(t)
 	cells := defaultCells()
 	if m.full {
