@@ -1,0 +1,83 @@
+// Package lease is the machinery of fleet-wide concurrency caps (issue 12):
+// a request that needs caps (Twilio's 10 requests in flight per account,
+// GitHub's 100, Stripe's concurrency limiter) takes one lease in each, all
+// or none, and gives them back when its response is done. The root's
+// Transport calls it for Rule.Concurrency.
+//
+// # Stores
+//
+// Local is an in-process semaphore per cap key. Redis shares the caps of a
+// fleet through Redis. Fallback is a Redis store that keeps granting leases
+// from a local semaphore while Redis is down. All three implement Store and
+// serve waiters in the same order: by effective arrival, the arrival time
+// minus Priority × the aging step (DefaultAging, 1 s), earliest first, FIFO
+// among equals. So a High request overtakes Normal ones that arrived less
+// than one step before it, and a Low request that has waited longer than
+// two steps goes before a new High one: nothing starves.
+//
+// # The Redis model
+//
+// Each cap key has a ZSET of holders, member a fencing token (HINCRBY on
+// the key's hash, which starts at Redis's clock in µs so that tokens keep
+// growing across a Redis restart), score its expiry on Redis's clock; a
+// ZSET of waiting tickets scored by effective arrival; a ZSET of the same
+// tickets scored by their expiry; and a hash (the fence, the adaptive
+// cap). The keys are "throttle:{ns}:lease:<Cap.Key>:h|q|x|s": one hash tag
+// per namespace, so that every cap of a request is in one Cluster slot and
+// one script call takes all or none. Every script first purges the expired
+// holders and tickets of the keys it touches.
+//
+// acquire.lua puts the request's ticket in every cap's queue and grants the
+// leases only if the ticket is within the first (cap − holders) tickets of
+// every queue: first come, first served across the fleet. Otherwise the
+// ticket stays and the request sleeps; Redis sees nothing from it but its
+// share of the renewals. release.lua removes a token (a token that expired
+// frees nothing: someone else may hold the slot) and PUBLISHes on the cap's
+// channel the tickets that may now acquire; the store's one pub/sub
+// connection hands each named ticket to its waiter, which tries again. A
+// Cluster forwards PUBLISH to every node, so the connection may be on any.
+//
+// Leases and tickets live DefaultTTL (10 s) unrenewed. One renewal loop per
+// store renews all its leases and tickets every TTL/3 in one renew.lua call
+// (per 256 caps), marks lost (Lease.Lost) a lease Redis no longer knows or
+// that went unrenewed for a TTL, and wakes the waiters that may acquire: it
+// is the net under a lost message. The loop also runs a round at the
+// earliest expiry or cap climb a waiting reply names, so the slot of a
+// crashed holder, whose release never comes, reaches a waiter as soon as
+// it expires. A resubscription of the pub/sub connection after a reconnect
+// wakes every waiter of the channel.
+//
+// # Fallback while Redis is down
+//
+// The first failed Redis call (an error or the per-call timeout,
+// DefaultCallTimeout) sends the Fallback down: new requests, and waiters
+// whose next call fails, take leases from a local semaphore whose limit is
+// this replica's share, ceil(Limit / live replicas), live replicas from
+// the caller's func() int; when that is 0 or less, the WithFleetSize
+// default; when that is not set either, the whole Limit (availability
+// first: a fleet of N may then admit N × Limit). The Redis leases still
+// held at the switch count against the local semaphore until released, so
+// a replica that held more than its share admits nothing new until it is
+// back under it. Every DefaultProbeEvery (250 ms) one request PINGs Redis;
+// when it answers, every lease the local semaphore still counts is
+// registered in Redis as a holder, forced past the cap, and released there
+// too, and only then do new requests go to Redis: the shared cap counts
+// the local leaseholders until they finish, so the fleet is back on the
+// shared cap one probe interval after Redis's return. A fleet at its cap
+// stays within its cap while down when the replicas' shares sum to it
+// (Limit a multiple of the live count), plus the excess of a replica that
+// held more than its share at the switch, until its requests finish.
+//
+// # Adaptive cap
+//
+// The cap in force under a key is min(Limit, lowered + climbed, Limit −
+// others), floor 1. Lower records a refusal by the server (Twilio 20429,
+// Stripe's global-concurrency): the cap drops to the holders in flight
+// minus one, never rising by a refusal, and climbs back by one per
+// DefaultClimb (2 s) without refusal: an additive increase after a drop to
+// what the server just proved too many. Observe takes the server's count
+// of requests in flight on the account (Twilio-Concurrent-Requests): what
+// exceeds the fleet's own holders is someone else's use, subtracted from
+// the Limit for DefaultObserveTTL (5 s), after which the view fades. Both
+// live in Redis, for every replica.
+package lease

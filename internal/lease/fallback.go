@@ -1,0 +1,236 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// DefaultProbeEvery is how often a Fallback whose Redis failed lets one
+// Acquire probe it: four times a second, so that the fleet is back on the
+// shared cap well within a second of Redis's return, at one PING per
+// replica per 250 ms while it is down.
+const DefaultProbeEvery = 250 * time.Millisecond
+
+// FallbackOption configures NewFallback.
+type FallbackOption interface{ applyFallback(*Fallback) }
+
+type fallbackOptionFunc func(*Fallback)
+
+func (f fallbackOptionFunc) applyFallback(fb *Fallback) { f(fb) }
+
+// WithFleetSize sets the replicas the Fallback assumes when live reports 0
+// or less (the count is not known yet). If n ≤ 0, the default, the local
+// share of a cap is the whole Limit: no request is refused for want of a
+// count, at the price of a fleet of N replicas admitting up to N × Limit
+// while Redis is down.
+func WithFleetSize(n int) FallbackOption {
+	return fallbackOptionFunc(func(fb *Fallback) { fb.fleetSize = n })
+}
+
+// WithProbeEvery sets how often a Fallback probes a failed Redis. If
+// d ≤ 0, DefaultProbeEvery is used.
+func WithProbeEvery(d time.Duration) FallbackOption {
+	return fallbackOptionFunc(func(fb *Fallback) {
+		if d > 0 {
+			fb.probeEvery = d
+		}
+	})
+}
+
+// Fallback is a Redis store that goes on granting leases while Redis is
+// down, from a local semaphore sized to this replica's share of each cap
+// (see the package doc for the model). It is safe for concurrent use; the
+// zero value is not usable (use NewFallback). It owns no goroutine beyond
+// those of its Redis store, which its owner closes.
+type Fallback struct {
+	r          *Redis
+	local      *Local
+	live       func() int
+	fleetSize  int
+	probeEvery time.Duration
+
+	mu        sync.Mutex
+	down      bool
+	probing   bool
+	nextProbe time.Time
+	// local holds the leases counted by the local semaphore: those granted
+	// by it, and the Redis leases held when Redis failed.
+	localHeld map[*Lease]struct{}
+}
+
+// NewFallback returns a Fallback around r. live returns the replicas of
+// the fleet alive now (the root's heartbeat count); it is called under a
+// lock and must not block. A nil live means 0 (unknown). NewFallback takes
+// over r's failure reports: use r through the Fallback only.
+func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
+	if live == nil {
+		live = func() int { return 0 }
+	}
+	f := &Fallback{r: r, live: live, probeEvery: DefaultProbeEvery, localHeld: map[*Lease]struct{}{}}
+	for _, o := range opts {
+		o.applyFallback(f)
+	}
+	f.local = NewLocal(WithLocalAging(r.aging))
+	f.local.limit = f.share
+	r.onError = f.failed
+	return f
+}
+
+// share returns this replica's share of c while Redis is down:
+// ceil(Limit / replicas), replicas being live(), or the fleet size when
+// live() ≤ 0, or 1 when neither is known.
+func (f *Fallback) share(c Cap) int {
+	n := f.live()
+	if n <= 0 {
+		n = f.fleetSize
+	}
+	if n <= 1 {
+		return c.Limit
+	}
+	return (c.Limit + n - 1) / n
+}
+
+// Acquire takes the leases from Redis while it answers, else from the
+// local semaphore (see Store). A Redis failure during the wait moves the
+// request to the local semaphore for the rest of its maxWait; it never
+// fails a request.
+func (f *Fallback) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
+	start := time.Now()
+	if f.useRedis(ctx) {
+		l, err := f.r.Acquire(ctx, caps, p, maxWait)
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			return l, err
+		}
+	}
+	l, err := f.local.Acquire(ctx, caps, p, maxWait-time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	f.track(l)
+	return l, nil
+}
+
+// Down reports whether the Fallback grants leases locally.
+func (f *Fallback) Down() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// Lower is Redis.Lower.
+func (f *Fallback) Lower(ctx context.Context, c Cap) (int, error) { return f.r.Lower(ctx, c) }
+
+// Observe is Redis.Observe.
+func (f *Fallback) Observe(ctx context.Context, c Cap, serverCount int) (int, error) {
+	return f.r.Observe(ctx, c, serverCount)
+}
+
+// useRedis reports whether a request should go to Redis: always while it
+// is up; while down, for one probe per probe interval whose PING answered
+// and whose registration of the local leases succeeded.
+func (f *Fallback) useRedis(ctx context.Context) bool {
+	f.mu.Lock()
+	if !f.down {
+		f.mu.Unlock()
+		return true
+	}
+	if f.probing || time.Now().Before(f.nextProbe) {
+		f.mu.Unlock()
+		return false
+	}
+	f.probing = true
+	f.mu.Unlock()
+
+	err := f.probe(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probing = false
+	if err != nil {
+		f.nextProbe = time.Now().Add(f.probeEvery)
+		return false
+	}
+	f.down = false
+	return true
+}
+
+// probe pings Redis and registers in it every lease the local semaphore
+// counts, forced past the caps, so that they count against the shared cap
+// until released.
+func (f *Fallback) probe(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.r.callTimeout)
+	err := f.r.rdb.Ping(cctx).Err()
+	cancel()
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	held := make([]*Lease, 0, len(f.localHeld))
+	for l := range f.localHeld {
+		held = append(held, l)
+	}
+	f.mu.Unlock()
+	for _, l := range held {
+		if l.isReleased() {
+			continue
+		}
+		w := &redisWaiter{tid: f.r.idPrefix + "reg", caps: l.caps, wake: make(chan struct{}, 1)}
+		for _, c := range l.caps {
+			w.channels = append(w.channels, f.r.channel(c.Key))
+		}
+		r, err := f.r.acquireCall(ctx, w, true)
+		if err != nil {
+			return err
+		}
+		p := &redisPart{s: f.r, caps: l.caps, tokens: r.tokens, lease: l}
+		if l.addPart(p) {
+			f.r.keeper.addLease(p)
+		}
+	}
+	return nil
+}
+
+// failed hears of a failed Redis call: the Fallback goes down, counts the
+// Redis leases still held in the local semaphore, and wakes the Redis
+// waiters, whose next call fails them over.
+func (f *Fallback) failed(error) {
+	f.mu.Lock()
+	if f.down {
+		f.mu.Unlock()
+		return
+	}
+	f.down = true
+	f.nextProbe = time.Now().Add(f.probeEvery)
+	f.mu.Unlock()
+	for _, p := range f.r.keeper.held() {
+		f.mu.Lock()
+		_, counted := f.localHeld[p.lease]
+		f.mu.Unlock()
+		if counted || !p.lease.addPart(f.local.force(p.caps)) {
+			continue
+		}
+		f.track(p.lease)
+	}
+	f.r.hub.wakeAll()
+}
+
+// track records that the local semaphore counts l, until l is released.
+func (f *Fallback) track(l *Lease) {
+	f.mu.Lock()
+	f.localHeld[l] = struct{}{}
+	f.mu.Unlock()
+	l.addPart(trackPart{f: f, l: l})
+}
+
+// trackPart forgets a tracked lease when it is released.
+type trackPart struct {
+	f *Fallback
+	l *Lease
+}
+
+func (p trackPart) release() {
+	p.f.mu.Lock()
+	delete(p.f.localHeld, p.l)
+	p.f.mu.Unlock()
+}

@@ -1,0 +1,516 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts run with EVALSHA, falling back to EVAL on NOSCRIPT (a flushed
+// script cache, a restarted Redis), so they never need loading up front.
+var (
+	//go:embed lease.lua
+	leaseLua string
+	//go:embed acquire.lua
+	acquireLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed renew.lua
+	renewLua string
+	//go:embed lower.lua
+	lowerLua string
+
+	acquireScript = redis.NewScript(leaseLua + acquireLua)
+	releaseScript = redis.NewScript(leaseLua + releaseLua)
+	renewScript   = redis.NewScript(leaseLua + renewLua)
+	lowerScript   = redis.NewScript(leaseLua + lowerLua)
+)
+
+// errReply reports a script reply of an unexpected shape.
+var errReply = errors.New("throttle: concurrency cap: unexpected reply from Redis")
+
+// Defaults of the Redis store's options.
+const (
+	// DefaultTTL is how long a lease or ticket lives unrenewed: a crashed
+	// process's leases free their slots at most this long after its last
+	// renewal. Renewals run every TTL/3, so two may fail (a 3 s stall)
+	// before a live lease is lost.
+	DefaultTTL = 10 * time.Second
+	// DefaultCallTimeout bounds each Redis call: long enough for a healthy
+	// Redis under load (calls take well under 1 ms), short enough that a
+	// stalled Redis sends a request to the Fallback before it notices.
+	DefaultCallTimeout = 500 * time.Millisecond
+	// DefaultClimb is the quiet period after which a cap lowered by Lower
+	// climbs back by one. Two seconds lets the requests admitted at one
+	// step finish (most API calls take well under a second) before the
+	// next step admits one more, so the server's next refusal, if any,
+	// is a verdict on the step it follows.
+	DefaultClimb = 2 * time.Second
+	// DefaultObserveTTL is how long a count passed to Observe holds: a few
+	// seconds, since the server's count is a snapshot of a moving figure,
+	// and a view of others' use that no response refreshes should fade.
+	DefaultObserveTTL = 5 * time.Second
+	// maxCapsPerRenewal bounds the caps of one renewal call, so that one
+	// call never runs long inside Redis.
+	maxCapsPerRenewal = 256
+	// observeEvery is the least interval between two Observe calls of one
+	// key that carry the same count: a steady header costs no command per
+	// response.
+	observeEvery = 250 * time.Millisecond
+)
+
+// RedisOption configures NewRedis.
+type RedisOption interface{ applyRedis(*Redis) }
+
+type redisOptionFunc func(*Redis)
+
+func (f redisOptionFunc) applyRedis(s *Redis) { f(s) }
+
+// WithNamespace sets the namespace of the store's keys,
+// "throttle:{ns}:lease:<key>:…", whose hash tag puts every cap of one
+// request in one Cluster slot. The default is "default".
+func WithNamespace(ns string) RedisOption {
+	return redisOptionFunc(func(s *Redis) { s.prefix = "throttle:{" + ns + "}:lease:" })
+}
+
+// WithTTL sets the lifetime of an unrenewed lease or ticket. If d < 30 ms,
+// DefaultTTL is used.
+func WithTTL(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) {
+		if d >= 30*time.Millisecond {
+			s.ttl = d
+		}
+	})
+}
+
+// WithAging sets the aging step of waiting tickets (see Priority). If
+// d ≤ 0, DefaultAging is used.
+func WithAging(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) {
+		if d > 0 {
+			s.aging = d
+		}
+	})
+}
+
+// WithCallTimeout bounds each Redis call on top of the caller's context.
+// If d ≤ 0, DefaultCallTimeout is used.
+func WithCallTimeout(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) {
+		if d > 0 {
+			s.callTimeout = d
+		}
+	})
+}
+
+// WithClimb sets the quiet period after which a lowered cap climbs back by
+// one (see Lower). If d ≤ 0, DefaultClimb is used.
+func WithClimb(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) {
+		if d > 0 {
+			s.climb = d
+		}
+	})
+}
+
+// WithObserveTTL sets how long a count passed to Observe holds. If d ≤ 0,
+// DefaultObserveTTL is used.
+func WithObserveTTL(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) {
+		if d > 0 {
+			s.observeTTL = d
+		}
+	})
+}
+
+// withNow makes the scripts use now() instead of Redis's TIME (tests only).
+func withNow(now func() time.Time) RedisOption {
+	return redisOptionFunc(func(s *Redis) { s.now = now })
+}
+
+// Redis keeps leases in Redis, shared by every store on the same Redis and
+// namespace: each cap key holds its holders, keyed by fencing token and
+// scored by expiry, and its queue of waiting tickets (see lease.lua). It
+// is safe for concurrent use. It never closes the client; Close stops its
+// background work (renewals, the pub/sub connection) and must be called
+// once the store is no longer used. The zero value is not usable.
+type Redis struct {
+	rdb         redis.UniversalClient
+	prefix      string
+	ttl         time.Duration
+	aging       time.Duration
+	callTimeout time.Duration
+	climb       time.Duration
+	observeTTL  time.Duration
+	now         func() time.Time // nil: Redis's TIME
+
+	// onError, when set (by the Fallback), hears of every failed call.
+	onError func(error)
+
+	hub    *hub
+	keeper *keeper
+
+	idPrefix string
+	idSeq    atomic.Uint64
+
+	bgMu   sync.Mutex
+	closed bool
+	bg     sync.WaitGroup // background releases
+
+	obsMu    sync.Mutex
+	observed map[string]observation
+}
+
+// observation is the last count Observe sent for a key.
+type observation struct {
+	count int
+	at    time.Time
+}
+
+// NewRedis returns a Redis store on rdb. It starts no goroutine until a
+// request waits or holds a lease.
+func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+	s := &Redis{
+		rdb:         rdb,
+		prefix:      "throttle:{default}:lease:",
+		ttl:         DefaultTTL,
+		aging:       DefaultAging,
+		callTimeout: DefaultCallTimeout,
+		climb:       DefaultClimb,
+		observeTTL:  DefaultObserveTTL,
+		idPrefix:    hex.EncodeToString(id[:]) + "-",
+		observed:    map[string]observation{},
+	}
+	for _, o := range opts {
+		o.applyRedis(s)
+	}
+	s.hub = newHub(s)
+	s.keeper = newKeeper(s)
+	return s
+}
+
+// Close stops the store's background work: the renewal loop (the leases
+// still held then are no longer renewed and expire after the TTL), the
+// pub/sub connection and pending releases, which it waits for (each
+// bounded by the call timeout). Acquire fails with ErrClosed afterwards.
+// It does not close the client. Close is idempotent.
+func (s *Redis) Close() error {
+	s.bgMu.Lock()
+	s.closed = true
+	s.bgMu.Unlock()
+	s.keeper.close()
+	s.hub.close()
+	s.bg.Wait()
+	return nil
+}
+
+// redisWaiter is one Acquire on Redis, waiting or about to.
+type redisWaiter struct {
+	tid      string
+	caps     []Cap
+	channels []string
+	prio     Priority
+	score    string        // the ticket's effective arrival, "" before the first reply
+	wake     chan struct{} // buffered 1: a message, a renewal or a resubscription
+}
+
+// signal wakes w without blocking.
+func (w *redisWaiter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Acquire takes one lease in every cap of caps, all or none (see Store). A
+// request that cannot enqueues a ticket and sleeps until a message on a
+// cap's channel names it, a renewal round finds it may acquire, or the
+// pub/sub connection resubscribes; then it tries again. A failed Redis
+// call ends it with an *UnavailableError.
+func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
+	if err := checkCaps(caps); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.bgMu.Lock()
+	closed := s.closed
+	s.bgMu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	start := time.Now()
+	w := &redisWaiter{
+		tid:  s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36),
+		caps: append([]Cap(nil), caps...),
+		prio: p.clamp(),
+		wake: make(chan struct{}, 1),
+	}
+	for _, c := range caps {
+		w.channels = append(w.channels, s.channel(c.Key))
+	}
+	// Registered before the first call, so that a message naming the
+	// ticket right after its enqueue finds it.
+	s.hub.add(w)
+	defer s.hub.remove(w)
+
+	var timer *time.Timer
+	var timeout <-chan time.Time
+	queued := false
+	for {
+		r, err := s.acquireCall(ctx, w, false)
+		if err != nil {
+			if queued {
+				s.keeper.dropTicket(w)
+			}
+			return nil, err
+		}
+		if r.ok {
+			if queued {
+				s.keeper.dropTicket(w)
+			}
+			l := s.grant(w.caps, r.tokens)
+			if err := ctx.Err(); err != nil {
+				l.Release()
+				return nil, err
+			}
+			return l, nil
+		}
+		w.score = r.score
+		if maxWait <= 0 {
+			s.withdraw(ctx, w)
+			return nil, &TimeoutError{Rule: w.caps[r.blocked].Rule, Waited: time.Since(start)}
+		}
+		if !queued {
+			queued = true
+			s.keeper.addTicket(w)
+			timer = time.NewTimer(maxWait - time.Since(start))
+			defer timer.Stop()
+			timeout = timer.C
+			if fresh := s.hub.subscribe(ctx, w); fresh {
+				// A release between the enqueue and the subscription
+				// published to nobody: look again now that we listen.
+				continue
+			}
+		}
+		s.keeper.netIn(r.net)
+		select {
+		case <-w.wake:
+			continue
+		case <-timeout:
+			s.keeper.dropTicket(w)
+			s.withdraw(ctx, w)
+			return nil, &TimeoutError{Rule: w.caps[r.blocked].Rule, Waited: time.Since(start)}
+		case <-ctx.Done():
+			s.keeper.dropTicket(w)
+			s.withdraw(ctx, w)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// grant returns the Lease of tokens, renewed by the keeper from now on.
+func (s *Redis) grant(caps []Cap, tokens []int64) *Lease {
+	p := &redisPart{s: s, caps: caps, tokens: tokens}
+	l := newLease(caps, tokens, p)
+	p.lease = l
+	s.keeper.addLease(p)
+	return l
+}
+
+// redisPart is a Redis store's share of a lease.
+type redisPart struct {
+	s      *Redis
+	caps   []Cap
+	tokens []int64
+	lease  *Lease
+	// renewed is when the last successful renewal (or the grant) was
+	// sent; guarded by the keeper's mutex.
+	renewed time.Time
+}
+
+func (p *redisPart) release() {
+	p.s.keeper.dropLease(p)
+	p.s.background(func(ctx context.Context) {
+		_, _ = p.s.releaseCall(ctx, p.caps, p.tokens, "") // an unreleased lease expires
+	})
+}
+
+// background runs f on a goroutine of its own with a context bounded by the
+// call timeout, unless the store is closed.
+func (s *Redis) background(f func(ctx context.Context)) {
+	s.bgMu.Lock()
+	if s.closed {
+		s.bgMu.Unlock()
+		return
+	}
+	s.bg.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
+		defer cancel()
+		f(ctx)
+	}()
+}
+
+// withdraw takes w's ticket out of the queues before Acquire returns, so
+// that no ticket is left behind; if Redis does not answer, the ticket
+// expires after the TTL.
+func (s *Redis) withdraw(ctx context.Context, w *redisWaiter) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
+	defer cancel()
+	_, _ = s.releaseCall(cctx, w.caps, nil, w.tid)
+}
+
+// keys returns the four keys of cap key k, in lease.lua's order.
+func (s *Redis) keys(k string) [4]string {
+	b := s.prefix + k
+	return [4]string{b + ":h", b + ":q", b + ":x", b + ":s"}
+}
+
+// channel returns the channel of cap key k.
+func (s *Redis) channel(k string) string { return s.prefix + k + ":ch" }
+
+// nowArg returns the now the scripts take: "" for Redis's TIME.
+func (s *Redis) nowArg() string {
+	if s.now == nil {
+		return ""
+	}
+	return strconv.FormatInt(s.now().UnixMilli(), 10)
+}
+
+// keep is how long idle keys live: long enough for a lowered cap to be
+// remembered through a quiet minute.
+func (s *Redis) keep() int64 { return max(6*s.ttl, time.Minute).Milliseconds() }
+
+// run runs script with the call timeout, reporting failures as
+// *UnavailableError (and to onError).
+func (s *Redis) run(ctx context.Context, op string, script *redis.Script, keys []string, args []any) (any, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
+	defer cancel()
+	v, err := script.Run(cctx, s.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, s.failed(op, err)
+	}
+	return v, nil
+}
+
+// failed wraps err and tells onError.
+func (s *Redis) failed(op string, err error) error {
+	e := &UnavailableError{Op: op, Err: err}
+	if s.onError != nil {
+		s.onError(e)
+	}
+	return e
+}
+
+// acquireReply is acquire.lua's reply.
+type acquireReply struct {
+	ok      bool
+	tokens  []int64       // ok: one per cap
+	score   string        // waiting: the ticket's effective arrival
+	net     time.Duration // waiting: until the earliest expiry or climb
+	blocked int           // waiting: index of the first cap not free
+}
+
+// acquireCall runs acquire.lua for w; force takes the leases whatever the
+// caps' state.
+func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (acquireReply, error) {
+	keys := make([]string, 0, 4*len(w.caps))
+	args := make([]any, 0, 9+2*len(w.caps))
+	forceArg := ""
+	if force {
+		forceArg = "1"
+	}
+	args = append(args, s.nowArg(), w.tid, w.score, int(w.prio), s.aging.Milliseconds(),
+		s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), forceArg)
+	for i, c := range w.caps {
+		k := s.keys(c.Key)
+		keys = append(keys, k[:]...)
+		args = append(args, c.Limit, w.channels[i])
+	}
+	v, err := s.run(ctx, "acquire", acquireScript, keys, args)
+	if err != nil {
+		return acquireReply{}, err
+	}
+	return parseAcquire(v, len(w.caps))
+}
+
+// parseAcquire checks and decodes acquire.lua's reply for n caps.
+func parseAcquire(v any, n int) (acquireReply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 {
+		return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+	}
+	flag, ok := a[0].(int64)
+	if !ok {
+		return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+	}
+	if flag == 1 {
+		if len(a) != 2+n {
+			return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+		}
+		r := acquireReply{ok: true, tokens: make([]int64, n)}
+		for i := range n {
+			t, ok := a[2+i].(int64)
+			if !ok {
+				return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+			}
+			r.tokens[i] = t
+		}
+		return r, nil
+	}
+	if len(a) != 4 {
+		return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+	}
+	score, ok1 := a[1].(int64)
+	net, ok2 := a[2].(int64)
+	blocked, ok3 := a[3].(int64)
+	if !ok1 || !ok2 || !ok3 || blocked < 1 || int(blocked) > n {
+		return acquireReply{}, fmt.Errorf("%w: acquire: %v", errReply, v)
+	}
+	return acquireReply{
+		score:   strconv.FormatInt(score, 10),
+		net:     time.Duration(net) * time.Millisecond,
+		blocked: int(blocked) - 1,
+	}, nil
+}
+
+// releaseCall runs release.lua: it releases tokens (one per cap, or nil)
+// and withdraws ticket tid ("" for none). It returns the holders removed.
+func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid string) (int64, error) {
+	keys := make([]string, 0, 4*len(caps))
+	args := make([]any, 0, 4+3*len(caps))
+	args = append(args, s.nowArg(), tid, s.climb.Milliseconds(), s.keep())
+	for i, c := range caps {
+		k := s.keys(c.Key)
+		keys = append(keys, k[:]...)
+		tok := ""
+		if tokens != nil {
+			tok = strconv.FormatInt(tokens[i], 10)
+		}
+		args = append(args, c.Limit, s.channel(c.Key), tok)
+	}
+	v, err := s.run(ctx, "release", releaseScript, keys, args)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("%w: release: %v", errReply, v)
+	}
+	return n, nil
+}
