@@ -252,3 +252,5 @@ func TestLocalConcurrent(t *testing.T) {
 		t.Fatalf("peak %d in flight, want 3", peak)
 	}
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -1,0 +1,390 @@
+package lease_test
+
+import (
+	"context"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/lease"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+var nsSeq atomic.Int64
+
+// uniqueNS returns a namespace no other test uses.
+func uniqueNS(t *testing.T) string {
+	return strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(nsSeq.Add(1), 10)
+}
+
+// counter is a go-redis hook counting the commands a client sends.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// newStore returns a Redis store closed at cleanup.
+func newStore(t testing.TB, rdb redis.UniversalClient, opts ...lease.RedisOption) *lease.Redis {
+	s := lease.NewRedis(rdb, opts...)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// waitFor polls cond every ms for up to 5 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// queued returns the tickets waiting under key in namespace ns.
+func queued(t testing.TB, rdb redis.UniversalClient, ns, key string) int64 {
+	n, err := rdb.ZCard(context.Background(), "throttle:{"+ns+"}:lease:"+key+":q").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// subscribers returns the subscribers of key's channel, summed over nodes.
+func subscribers(t testing.TB, rdb redis.UniversalClient, ns, key string) int64 {
+	ch := "throttle:{" + ns + "}:lease:" + key + ":ch"
+	var total atomic.Int64 // ForEachMaster runs on several goroutines
+	count := func(c *redis.Client) error {
+		m, err := c.PubSubNumSub(context.Background(), ch).Result()
+		total.Add(m[ch])
+		return err
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(context.Background(), func(_ context.Context, c *redis.Client) error { return count(c) })
+	} else {
+		err = count(rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total.Load()
+}
+
+// twoClients returns two independent clients of one deployment and an
+// observer client, for a single node or a cluster, and the second client's
+// command counter.
+type deployment struct {
+	name string
+	make func(t *testing.T) (a, b, obs redis.UniversalClient, bCount *counter)
+}
+
+var deployments = []deployment{
+	{"single", func(t *testing.T) (redis.UniversalClient, redis.UniversalClient, redis.UniversalClient, *counter) {
+		srv := redistest.Start(t)
+		b := srv.Client(t)
+		c := &counter{}
+		b.AddHook(c)
+		return srv.Client(t), b, srv.Client(t), c
+	}},
+	{"cluster", func(t *testing.T) (redis.UniversalClient, redis.UniversalClient, redis.UniversalClient, *counter) {
+		cl := redistest.StartCluster(t, 3)
+		b := cl.Client(t)
+		c := &counter{}
+		b.AddHook(c)
+		return cl.Client(t), b, cl.Client(t), c
+	}},
+}
+
+// TestWakeByRelease: a request waiting in store B sends no command while it
+// waits, and wakes within a few ms of a release in store A (another
+// client, as another process would be).
+func TestWakeByRelease(t *testing.T) {
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			ca, cb, obs, count := d.make(t)
+			ns := uniqueNS(t)
+			a := newStore(t, ca, lease.WithNamespace(ns))
+			b := newStore(t, cb, lease.WithNamespace(ns))
+			caps := []lease.Cap{{Key: "acct", Rule: "twilio", Limit: 1}}
+			const rounds = 20
+			var lat []time.Duration
+			for i := range rounds {
+				held, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := make(chan time.Time, 1)
+				errs := make(chan error, 1)
+				go func() {
+					l, err := b.Acquire(context.Background(), caps, lease.Normal, 10*time.Second)
+					if err != nil {
+						errs <- err
+						return
+					}
+					got <- time.Now()
+					l.Release()
+				}()
+				waitFor(t, "the ticket", func() bool { return queued(t, obs, ns, "acct") == 1 })
+				if i == 0 {
+					waitFor(t, "the subscription", func() bool { return subscribers(t, obs, ns, "acct") == 1 })
+				}
+				time.Sleep(20 * time.Millisecond) // settle: a fresh subscription retries once
+				before := count.n.Load()
+				time.Sleep(100 * time.Millisecond)
+				if n := count.n.Load() - before; n != 0 {
+					t.Fatalf("round %d: %d commands from the waiting store in 100 ms, want 0", i, n)
+				}
+				released := time.Now()
+				held.Release()
+				select {
+				case at := <-got:
+					lat = append(lat, at.Sub(released))
+				case err := <-errs:
+					t.Fatal(err)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the waiter was not woken by the release")
+				}
+				// One acquire on wake-up and one release in the background.
+				waitFor(t, "B's release", func() bool { return count.n.Load()-before == 2 })
+				waitFor(t, "an empty cap", func() bool {
+					n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:acct:h").Result()
+					return n == 0
+				})
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			t.Logf("%s: wake latency over %d releases: median %v, max %v", d.name, rounds, lat[rounds/2], lat[rounds-1])
+			if lat[rounds/2] > 20*time.Millisecond {
+				t.Fatalf("median wake latency %v, want a few ms", lat[rounds/2])
+			}
+		})
+	}
+}
+
+// TestClusterPublishReachesOtherNodes: a release on the master of the key's
+// slot reaches a subscriber connected to another master (PUBLISH is
+// forwarded over the cluster bus), which is why the store's one pub/sub
+// connection may sit on any node.
+func TestClusterPublishReachesOtherNodes(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ns := uniqueNS(t)
+	ch := "throttle:{" + ns + "}:lease:acct:ch"
+	owner := cl.MasterForKey(ch)
+	var other *redistest.Server
+	for _, n := range cl.Nodes() {
+		if n != owner {
+			other = n
+			break
+		}
+	}
+	sub := other.Client(t).Subscribe(context.Background(), ch)
+	defer func() { _ = sub.Close() }()
+	if _, err := sub.Receive(context.Background()); err != nil { // the confirmation
+		t.Fatal(err)
+	}
+	s := newStore(t, cl.Client(t), lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "acct", Rule: "r", Limit: 1}}
+	h, err := s.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := acquireAsync(s, caps, lease.Normal, 10*time.Second)
+	waitFor(t, "the ticket", func() bool { return queued(t, cl.Client(t), ns, "acct") == 1 })
+	h.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatalf("no message on node %s for a release on %s: %v", other.Addr(), owner.Addr(), err)
+	}
+	if m.Payload == "" {
+		t.Fatal("empty message")
+	}
+	r := <-w
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release()
+}
+
+// TestWaitingCost measures the Redis commands per waiting request per
+// second: 50 requests of store B wait 6 s behind leases store A holds.
+func TestWaitingCost(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	cb := srv.Client(t)
+	count := &counter{}
+	cb.AddHook(count)
+	const ttl = 3 * time.Second
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(ttl))
+	b := newStore(t, cb, lease.WithNamespace(ns), lease.WithTTL(ttl))
+	caps := []lease.Cap{{Key: "acct", Rule: "r", Limit: 5}}
+	var held []*lease.Lease
+	for range 5 {
+		l, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	const waiters = 50
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			_, err := b.Acquire(ctx, caps, lease.Normal, time.Minute)
+			done <- err
+		}()
+	}
+	obs := srv.Client(t)
+	waitFor(t, "the tickets", func() bool { return queued(t, obs, ns, "acct") == waiters })
+	time.Sleep(100 * time.Millisecond)
+	statsBefore := commandCalls(t, obs)
+	before := count.n.Load()
+	const span = 6 * time.Second
+	time.Sleep(span)
+	n := count.n.Load() - before
+	statsAfter := commandCalls(t, obs)
+	// Counted server side, the script calls and pings of both stores (A's
+	// renewals included); the commands scripts run inside are not requests.
+	server := statsAfter - statsBefore
+	perWaiter := float64(n) / waiters / span.Seconds()
+	t.Logf("TTL %v: %d commands from the waiting store in %v for %d waiters: %.4f per waiting request per second; all clients, server side (commandstats EVALSHA+EVAL+PING, both stores, A's renewals included): %d", ttl, n, span, waiters, perWaiter, server)
+	if perWaiter > 0.05 {
+		t.Fatalf("%.3f commands per waiting request per second, want near zero", perWaiter)
+	}
+	cancel()
+	for range waiters {
+		if err := <-done; err == nil {
+			t.Fatal("a waiter acquired while every lease was held")
+		}
+	}
+	for _, l := range held {
+		l.Release()
+	}
+	waitFor(t, "no tickets left", func() bool { return queued(t, obs, ns, "acct") == 0 })
+}
+
+// commandCalls sums the calls of EVALSHA, EVAL and PING in INFO
+// commandstats: the requests a store sends besides (un)subscribing. The
+// commands a script runs inside are counted by commandstats too, and left
+// out here.
+func commandCalls(t testing.TB, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for line := range strings.Lines(info) {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_ping") {
+			continue
+		}
+		v, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += n
+	}
+	return total
+}
+
+// TestLost: a lease whose holder entry Redis lost is reported by Lost at
+// the next renewal round, and its Release still returns at once.
+func TestLost(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	s := newStore(t, rdb, lease.WithNamespace(ns), lease.WithTTL(300*time.Millisecond))
+	l, err := s.Acquire(context.Background(), []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept alive by renewals beyond its TTL...
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-l.Lost():
+		t.Fatal("a renewed lease was lost")
+	default:
+	}
+	// ...until Redis forgets it.
+	if err := rdb.Del(context.Background(), "throttle:{"+ns+"}:lease:k:h").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(time.Second):
+		t.Fatal("Lost not closed after Redis forgot the lease")
+	}
+	start := time.Now()
+	l.Release()
+	if d := time.Since(start); d > 10*time.Millisecond {
+		t.Fatalf("Release took %v", d)
+	}
+}
+
+// TestRedisTimeoutLeavesNothing: a request that times out holds nothing and
+// leaves no ticket; maxWait 0 fails at once.
+func TestRedisTimeoutLeavesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	s := newStore(t, rdb, lease.WithNamespace(ns))
+	a, b := lease.Cap{Key: "a", Rule: "ra", Limit: 3}, lease.Cap{Key: "b", Rule: "rb", Limit: 1}
+	h, err := s.Acquire(context.Background(), []lease.Cap{b}, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []time.Duration{0, 50 * time.Millisecond} {
+		start := time.Now()
+		_, err := s.Acquire(context.Background(), []lease.Cap{a, b}, lease.High, wait)
+		var te *lease.TimeoutError
+		if !errorsAs(err, &te) || te.Rule != "rb" {
+			t.Fatalf("maxWait %v: err %v, want a TimeoutError of rb", wait, err)
+		}
+		if d := time.Since(start); d < wait || d > wait+200*time.Millisecond {
+			t.Fatalf("maxWait %v: returned after %v", wait, d)
+		}
+		for _, k := range []string{"a", "b"} {
+			if n := queued(t, rdb, ns, k); n != 0 {
+				t.Fatalf("maxWait %v: %d tickets left under %s", wait, n, k)
+			}
+		}
+		if n, _ := rdb.ZCard(context.Background(), "throttle:{"+ns+"}:lease:a:h").Result(); n != 0 {
+			t.Fatalf("maxWait %v: %d holders of a", wait, n)
+		}
+	}
+	h.Release()
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
