@@ -190,15 +190,17 @@ func defaultOutageSettings() outageSettings {
 // fallback), wrapped in the outage store that bounds its calls and takes
 // over while Redis is unreachable (docs/OUTAGES.md). It checks first that
 // the Redis store can run cfg's rules.
-func newRedisOutageStore(cfg *config) (store.Store, error) {
+func newRedisOutageStore(cfg *config) (*outage.Store, *redisstore.Store, error) {
 	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return redisOutageStore(cfg.redis, cfg.clock), nil
+	os, rs := redisOutageStore(cfg.redis, cfg.clock)
+	return os, rs, nil
 }
 
-// redisOutageStore builds the outage store over a new Redis store set by st.
-func redisOutageStore(st redisSettings, c Clock) *outage.Store {
+// redisOutageStore builds the outage store over a new Redis store set by
+// st, and returns both.
+func redisOutageStore(st redisSettings, c Clock) (*outage.Store, *redisstore.Store) {
 	os := st.outage.withDefaults()
 	timeout := store.NewTimeout(os.timeout)
 	// A client that applies context deadlines to its sockets keeps the
@@ -217,7 +219,7 @@ func redisOutageStore(st redisSettings, c Clock) *outage.Store {
 		Fleet:       rs.FleetSize,
 		Guard:       guard,
 		ReserveKept: !rs.Split(),
-	})
+	}), rs
 }
 
 // modeChanges turns the outage store's reports of its changes into the
@@ -264,6 +266,9 @@ func checkRedisRules(rules []Rule, headroom float64) error {
 		return err
 	}
 	for _, c := range crs {
+		if !c.rated() {
+			continue
+		}
 		if c.interval < time.Microsecond {
 			return &RuleError{Rule: c.Name, Field: "Limit.Rate", Reason: fmt.Sprintf(
 				"%d per %v is more than one per microsecond, the resolution of the Redis store", c.Limit.Rate, c.Limit.Period)}

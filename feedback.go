@@ -32,10 +32,14 @@ func WithDialects(ds ...header.Dialect) Option {
 // reports what remains of a quota, or a rejection, may cap a bucket's rate
 // at what the server leaves the fleet (store.Store.Limit). It returns the signal
 // and the time it read it at, the clock's one reading for the response.
-func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.Booking, resp *http.Response) (header.Signal, time.Time) {
+//
+// A rejection for too many requests in flight (header.Signal.Concurrent)
+// of a request that holds leases is the concurrency caps' to act on
+// (adaptLeases), not the rates': the rate buckets do not hear of it.
+func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.Booking, resp *http.Response, leased bool) (header.Signal, time.Time) {
 	now := t.clock.Now()
 	sig := t.signal(resp, now)
-	if len(bs) == 0 || t.noFeedback {
+	if len(bs) == 0 || t.noFeedback || (leased && sig.Limited && sig.Concurrent) {
 		return sig, now
 	}
 	act := t.views.Read(bs, bk, sig, now.UnixNano())

@@ -49,7 +49,7 @@ func TestRedisPauseReachesOtherReplicas(t *testing.T) {
 	}
 	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody, Request: req}
 	paused := time.Now()
-	a.listen(ctx, bs, feedback.Booking{}, resp)
+	a.listen(ctx, bs, feedback.Booking{}, resp, false)
 	pauseEnd := paused.Add(time.Second)
 
 	// B books once more: the reply tells it of the pause.

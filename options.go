@@ -50,6 +50,8 @@ type config struct {
 	// redis, when it has a client (WithRedis), makes the store shared by
 	// the fleet.
 	redis redisSettings
+	// leaseTTL is WithLeaseTTL's; 0: the lease store's default.
+	leaseTTL time.Duration
 }
 
 func defaultConfig() config {

@@ -470,7 +470,7 @@ func BenchmarkRedisFallback(b *testing.B) {
 		opt := srv.Options()
 		opt.ContextTimeoutEnabled = tc.ctxAware
 		rdb := srv.ClientWith(b, opt)
-		f := redisOutageStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name, outage: outageSettings{timeout: time.Second}}, systemClock{})
+		f, _ := redisOutageStore(redisSettings{rdb: rdb, namespace: "bench-" + tc.name, outage: outageSettings{timeout: time.Second}}, systemClock{})
 		ctx := context.Background()
 		if _, err := f.Reserve(ctx, bs, time.Second); err != nil { // load the script
 			b.Fatal(err)

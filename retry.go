@@ -131,12 +131,12 @@ func defaultBackOff() backoff.BackOff {
 	return b
 }
 
-// release frees the connection of a response that may be retried, when its
+// freeConn frees the connection of a response that may be retried, when its
 // body is short: the body is read into memory (up to maxDrain bytes) and
 // the original closed. A longer body is left as it is. Either way the
 // response still reads the same, so it can be returned untouched if no
 // retry happens.
-func release(resp *http.Response) {
+func freeConn(resp *http.Response) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}

@@ -24,20 +24,32 @@ type Limit struct {
 }
 
 // Rule is one quota: a Limit applied to the requests it matches, in one
-// bucket per partition key.
+// bucket per partition key, or a cap on the requests in flight at once
+// (Concurrency), or both.
 //
 // A Rule is a value; the Transport copies it at construction, so changing a
 // Rule afterwards has no effect (the slices and functions it holds are
 // shared, not copied: leave them as they are). The zero Rule is invalid: it
-// needs a Name and a valid Limit. A Transport calls its functions (Key,
+// needs a Name and a valid Limit, a Concurrency, or both. A Transport calls its functions (Key,
 // Cost, Match.Func) from the goroutines of concurrent requests.
 type Rule struct {
 	// Name identifies the rule in errors and, with WithRedis, in Redis keys.
 	// It must be unique within a Transport and non-empty.
 	Name string
 
-	// Limit is the quota.
+	// Limit is the quota. The zero Limit, in a rule with a Concurrency,
+	// means no rate: the rule caps only the requests in flight.
 	Limit Limit
+
+	// Concurrency is the most requests of the rule's partition that may be
+	// in flight at once across the whole fleet (0: no cap). A request is in
+	// flight from when it is sent until its response body is closed or
+	// read to its end, or the transport fails it: a caller that never
+	// closes a body holds its lease until the lease's TTL runs out (see
+	// [WithLeaseTTL]). A request matched by several rules takes a rate slot
+	// and a lease in each, all or none. Requests waiting for a lease are
+	// served by priority (see [WithPriority]), then in the order they came.
+	Concurrency int
 
 	// Match selects the requests the rule applies to. The zero Match
 	// matches every request.
@@ -137,6 +149,15 @@ type compiledRule struct {
 	headroom float64
 }
 
+// maxConcurrency bounds Rule.Concurrency: far above any provider's cap
+// (GitHub's 100 is the highest published), low enough that a lease set in
+// Redis stays small.
+const maxConcurrency = 1 << 16
+
+// rated reports whether c has a rate, a bucket of its own, and not only a
+// concurrency cap.
+func (c *compiledRule) rated() bool { return c.interval > 0 }
+
 // compileRules validates rules and works out their bucket parameters.
 func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 	seen := make(map[string]bool, len(rules))
@@ -152,6 +173,20 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			return nil, bad("Name", "must not be empty")
 		case seen[r.Name]:
 			return nil, bad("Name", "is used by another rule")
+		case r.Concurrency < 0:
+			return nil, bad("Concurrency", fmt.Sprintf("must be >= 0, got %d", r.Concurrency))
+		case r.Concurrency > maxConcurrency:
+			return nil, bad("Concurrency", fmt.Sprintf("must be <= %d, got %d", maxConcurrency, r.Concurrency))
+		case r.Concurrency > 0 && r.Limit == (Limit{}):
+			// A concurrency cap alone: no rate bucket.
+			if r.Match.Path != "" {
+				if _, err := path.Match(r.Match.Path, ""); err != nil {
+					return nil, bad("Match.Path", fmt.Sprintf("bad pattern %q: %v", r.Match.Path, err))
+				}
+			}
+			seen[r.Name] = true
+			out = append(out, &compiledRule{Rule: r, headroom: headroom})
+			continue
 		case r.Limit.Rate <= 0:
 			return nil, bad("Limit.Rate", fmt.Sprintf("must be > 0, got %d", r.Limit.Rate))
 		case r.Limit.Period <= 0:

@@ -9,7 +9,10 @@ import (
 
 	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/internal/feedback"
+	"github.com/throttlekit/throttle/internal/lease"
 	"github.com/throttlekit/throttle/internal/localstore"
+	"github.com/throttlekit/throttle/internal/outage"
+	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -32,6 +35,14 @@ type Transport struct {
 	base  http.RoundTripper
 	rules []*compiledRule
 	store store.Store
+	// leases holds the concurrency caps' leases (concurrency.go); nil when
+	// no rule has a Concurrency.
+	leases lease.Store
+	// closeLeases stops the lease store's background work (Close).
+	closeLeases func() error
+	// beat registers this replica with the Redis store's heartbeat, for
+	// requests that book no bucket there (see redisstore.Store.Beat).
+	beat  func(context.Context) error
 	queue *waitQueue
 	// views is this process's reading of the server's quotas.
 	views *feedback.Views
@@ -91,10 +102,21 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	if t.rules, t.err = compileRules(cfg.rules, cfg.headroom); t.err != nil {
 		return t
 	}
+	var rs *redisstore.Store
 	if cfg.redis.rdb != nil {
-		t.store, t.err = newRedisOutageStore(&cfg)
+		var os *outage.Store
+		if os, rs, t.err = newRedisOutageStore(&cfg); t.err != nil {
+			return t
+		}
+		t.store = os
 	} else {
 		t.store = newLocalStore(cfg.clock)
+	}
+	if anyConcurrency(t.rules) {
+		t.leases, t.closeLeases = newLeaseStore(&cfg, rs)
+		if rs != nil {
+			t.beat = rs.Beat
+		}
 	}
 	return t
 }
@@ -146,13 +168,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
+	release := noLeases
+	var cs []lease.Cap
+	if t.leases != nil {
+		if cs = t.caps(req); len(cs) > 0 {
+			if release, err = t.takeLeases(ctx, cs, len(bs) == 0); err != nil {
+				closeBody(req)
+				return nil, err
+			}
+		}
+	}
 	bk, err := t.acquire(ctx, bs)
 	if err != nil {
+		release()
 		closeBody(req)
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
+		release()
 		return resp, err
 	}
 	// start is when the first response came: listen reads the clock then,
@@ -160,31 +194,46 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var start time.Time
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
-		sig, now := t.listen(ctx, bs, bk, resp)
+		sig, now := t.listen(ctx, bs, bk, resp, len(cs) > 0)
+		if len(cs) > 0 {
+			t.adaptLeases(ctx, cs, sig)
+		}
 		if attempt == 1 {
 			start = now
 		}
 		if attempt >= t.retry.MaxAttempts || !t.retry.ShouldRetry(resp, sig) || !bodyReplayable(req) || !t.retry.Replayable(req) {
-			return resp, nil
+			return t.answer(resp, release), nil
 		}
 		delay, ok := t.retryDelay(ctx, sig, &bo, start)
 		if !ok {
-			return resp, nil
+			return t.answer(resp, release), nil
 		}
-		release(resp)
+		freeConn(resp)
+		// The leases stay held through the retry: the request is still
+		// the caller's one request in flight.
 		var next *http.Request
 		next, bk, err = t.retryAfter(ctx, req, bs, delay)
 		if err != nil {
 			// No retry could be made in time: the caller gets the
 			// server's answer, untouched.
-			return resp, nil
+			return t.answer(resp, release), nil
 		}
 		drainAndClose(resp)
 		resp, err = t.base.RoundTrip(next)
 		if err != nil {
+			release()
 			return resp, err
 		}
 	}
+}
+
+// answer returns resp to the caller, its body holding the request's leases
+// until it is closed or read to its end.
+func (t *Transport) answer(resp *http.Response, release func()) *http.Response {
+	if t.leases != nil {
+		holdLeases(resp, release)
+	}
+	return resp
 }
 
 // retryAfter waits delay, then for a fresh slot, and returns a copy of req
@@ -221,7 +270,7 @@ var bucketSlices = sync.Pool{New: func() any { return new([]store.Bucket) }}
 // buckets appends to bs the buckets request r needs: one per matching rule.
 func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket, error) {
 	for i, c := range t.rules {
-		if !c.Match.matches(r) {
+		if !c.rated() || !c.Match.matches(r) {
 			continue
 		}
 		if cap(bs) == 0 {

@@ -28,8 +28,9 @@ func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock
 			return redisStoreAt(rdb, testNamespace(t), clk)
 		},
 		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
-			return redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings(),
+			os, _ := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings(),
 				nowMicros: func() int64 { return clk.Now().UnixMicro() }}, clk)
+			return os
 		},
 		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			// the local buckets run the whole rule
