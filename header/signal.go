@@ -115,6 +115,19 @@ type Signal struct {
 	// Capped reports that at least one duration (RetryAfter or a Quota
 	// Reset) was longer than maxWait and was cut down to it.
 	Capped bool
+
+	// Concurrent reports that the server limits the requests in flight,
+	// not their rate, and that this answer is about that limit: a
+	// rejection for too many concurrent requests (Stripe's
+	// global-concurrency and endpoint-concurrency, Twilio's 20429) when
+	// Limited is set. Only dialects set it.
+	Concurrent bool
+
+	// InFlight is the server's count of the caller's requests in flight
+	// when it answered (Twilio-Concurrent-Requests), never negative;
+	// HasInFlight tells a count of 0 from none. Only dialects set it.
+	InFlight    int64
+	HasInFlight bool
 }
 
 // Quota is what a server reported about one quota or policy. The zero

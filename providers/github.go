@@ -51,9 +51,12 @@ type GitHubConfig struct {
 //     limits of 80 content-creating requests/min and 500/h. Which requests
 //     create content is not listed; every POST and PUT counts here.
 //
-// GitHub's other secondary limits (100 concurrent requests, 90 s of CPU per
-// minute) are not rates, and GitHub may change the secondary limits without
-// notice: the dialect [GitHub] reads its 403/429 answers so the fleet
+//   - github-concurrency: the secondary limit of 100 concurrent requests,
+//     REST and GraphQL together, fleet-wide (see
+//     [throttle.Rule.Concurrency]).
+//
+// GitHub's other secondary limit (90 s of CPU per minute) is not a rate,
+// and GitHub may change the secondary limits without notice: the dialect [GitHub] reads its 403/429 answers so the fleet
 // pauses. GraphQL (/graphql) has its own points and is not matched.
 func GitHubPreset(c GitHubConfig) Preset {
 	host := c.Host
@@ -90,10 +93,15 @@ func GitHubPreset(c GitHubConfig) Preset {
 			points,
 			rule("content-per-minute", 80, time.Minute, create, func(*http.Request) bool { return true }),
 			rule("content-per-hour", 500, time.Hour, create, func(*http.Request) bool { return true }),
+			{Name: ruleName("github", "concurrency"), Concurrency: githubConcurrency, Match: throttle.Match{Host: host}, Key: c.Key},
 		},
 		Dialect: GitHub,
 	}
 }
+
+// githubConcurrency is GitHub's secondary limit on concurrent requests
+// (docs.github.com, "Rate limits for the REST API", read 2026-11).
+const githubConcurrency = 100
 
 // GitHubPoints is the cost of a request under GitHub's secondary limit on
 // points: 1 for GET, HEAD and OPTIONS (and a request without a method,

@@ -29,15 +29,15 @@ func TestGitHubPreset(t *testing.T) {
 	})
 	t.Run("matches", func(t *testing.T) {
 		checkMatches(t, []matchCase{
-			{"github read", github, newReq(ctx, "GET", "https://api.github.com/repos/o/r", "", auth...), []string{"github-core", "github-points"}},
+			{"github read", github, newReq(ctx, "GET", "https://api.github.com/repos/o/r", "", auth...), []string{"github-core", "github-points", "github-concurrency"}},
 			{"github create issue", github, newReq(ctx, "POST", "https://api.github.com/repos/o/r/issues", "{}", auth...),
-				[]string{"github-core", "github-points", "github-content-per-minute", "github-content-per-hour"}},
-			{"github update issue", github, newReq(ctx, "PATCH", "https://api.github.com/repos/o/r/issues/1", "{}", auth...), []string{"github-core", "github-points"}},
-			{"github search", github, newReq(ctx, "GET", "https://api.github.com/search/issues?q=x", "", auth...), []string{"github-search", "github-points"}},
-			{"github code search", github, newReq(ctx, "GET", "https://api.github.com/search/code?q=x", "", auth...), []string{"github-code-search", "github-points"}},
-			{"github unauthenticated", github, newReq(ctx, "GET", "https://api.github.com/repos/o/r", ""), []string{"github-unauthenticated", "github-points"}},
-			{"github unauthenticated search", github, newReq(ctx, "GET", "https://api.github.com/search/repositories?q=x", ""), []string{"github-unauthenticated-search", "github-points"}},
-			{"github graphql", github, newReq(ctx, "POST", "https://api.github.com/graphql", "{}", auth...), nil},
+				[]string{"github-core", "github-points", "github-content-per-minute", "github-content-per-hour", "github-concurrency"}},
+			{"github update issue", github, newReq(ctx, "PATCH", "https://api.github.com/repos/o/r/issues/1", "{}", auth...), []string{"github-core", "github-points", "github-concurrency"}},
+			{"github search", github, newReq(ctx, "GET", "https://api.github.com/search/issues?q=x", "", auth...), []string{"github-search", "github-points", "github-concurrency"}},
+			{"github code search", github, newReq(ctx, "GET", "https://api.github.com/search/code?q=x", "", auth...), []string{"github-code-search", "github-points", "github-concurrency"}},
+			{"github unauthenticated", github, newReq(ctx, "GET", "https://api.github.com/repos/o/r", ""), []string{"github-unauthenticated", "github-points", "github-concurrency"}},
+			{"github unauthenticated search", github, newReq(ctx, "GET", "https://api.github.com/search/repositories?q=x", ""), []string{"github-unauthenticated-search", "github-points", "github-concurrency"}},
+			{"github graphql", github, newReq(ctx, "POST", "https://api.github.com/graphql", "{}", auth...), []string{"github-concurrency"}},
 		})
 	})
 	t.Run("costs", func(t *testing.T) {

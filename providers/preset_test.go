@@ -286,8 +286,11 @@ func TestPresetEditing(t *testing.T) {
 		if n := len(providers.StripePreset(providers.StripeConfig{}).Options()); n != 2 {
 			t.Errorf("Stripe: %d options, want rules and dialect", n)
 		}
-		if n := len(providers.TwilioPreset(providers.TwilioConfig{}).Options()); n != 1 {
-			t.Errorf("Twilio: %d options, want rules only", n)
+		if n := len(providers.TwilioPreset(providers.TwilioConfig{}).Options()); n != 2 {
+			t.Errorf("Twilio: %d options, want rules and dialect", n)
+		}
+		if n := len(providers.SlackPreset(providers.SlackConfig{}).Options()); n != 1 {
+			t.Errorf("Slack: %d options, want rules only", n)
 		}
 	})
 	t.Run("later edits do not reach the options", func(t *testing.T) {

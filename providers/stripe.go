@@ -26,6 +26,15 @@ type StripeConfig struct {
 	// when each account has its own secret key (the Transport hashes it).
 	// If nil, every request shares one account's buckets.
 	Key func(*http.Request) string
+
+	// Concurrency, if positive, adds stripe-concurrency: at most this many
+	// requests in flight per account, fleet-wide (see
+	// [throttle.Rule.Concurrency]). Stripe runs a concurrency limiter but
+	// publishes no number for it (docs.stripe.com/rate-limits, read
+	// 2026-11), so the preset sets none by default; a 429 whose
+	// Stripe-Rate-Limited-Reason is global-concurrency or
+	// endpoint-concurrency lowers this cap for the fleet.
+	Concurrency int
 }
 
 // stripeHosts are Stripe's API hosts.
@@ -84,7 +93,7 @@ func StripePreset(c StripeConfig) Preset {
 			Key:   key,
 		}
 	}
-	return Preset{
+	p := Preset{
 		Name: "stripe",
 		Rules: []throttle.Rule{
 			rule("global", global, throttle.Match{Func: counted}, nil),
@@ -99,6 +108,10 @@ func StripePreset(c StripeConfig) Preset {
 		},
 		Dialect: Stripe,
 	}
+	if c.Concurrency > 0 {
+		p.Rules = append(p.Rules, throttle.Rule{Name: ruleName("stripe", "concurrency"), Concurrency: c.Concurrency, Match: throttle.Match{Func: onHost}, Key: c.Key})
+	}
+	return p
 }
 
 // isStripeMeterEvent reports whether path is one of Stripe's meter event
@@ -164,6 +177,7 @@ var (
 func parseStripe(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if r := value(h, stripeLimitedReason); r != "" {
 		s.Reason = r
+		s.Concurrent = r == "global-concurrency" || r == "endpoint-concurrency"
 	}
 	if hint := header.ParseShouldRetry(value(h, stripeShouldRetry)); hint != header.RetryHintNone {
 		s.ShouldRetry = hint

@@ -25,6 +25,15 @@ func TestStripePreset(t *testing.T) {
 			}},
 		})
 	})
+	t.Run("concurrency", func(t *testing.T) {
+		if stripe.Rule("stripe-concurrency") != nil {
+			t.Error("a concurrency rule by default; Stripe publishes no number")
+		}
+		p := providers.StripePreset(providers.StripeConfig{Concurrency: 20})
+		if r := p.Rule("stripe-concurrency"); r == nil || r.Concurrency != 20 {
+			t.Errorf("stripe-concurrency: %+v, want a cap of 20", r)
+		}
+	})
 	t.Run("matches", func(t *testing.T) {
 		checkMatches(t, []matchCase{
 			{"stripe create customer", stripe, newReq(ctx, "POST", "https://api.stripe.com/v1/customers", "name=x"), []string{"stripe-global", "stripe-endpoint"}},
@@ -94,7 +103,7 @@ func TestStripeDialect(t *testing.T) {
 		{
 			name: "stripe 429 reason", dialect: providers.Stripe, status: 429,
 			h:    hdr("Stripe-Rate-Limited-Reason", "endpoint-concurrency", "Stripe-Should-Retry", "false"),
-			want: header.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: header.RetryHintDoNotRetry},
+			want: header.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: header.RetryHintDoNotRetry, Concurrent: true},
 		},
 		{
 			name: "stripe should-retry true", dialect: providers.Stripe, status: 409,

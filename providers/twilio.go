@@ -15,8 +15,12 @@ type TwilioConfig struct {
 	// Host is the host the rules match. If empty, api.twilio.com.
 	Host string
 
-	// Requests is the request rate per account. If its Rate is 0, 30
-	// requests/s, burst 1: Twilio publishes no rate (see [TwilioPreset]).
+	// Concurrency is the most requests per account in flight at once. If
+	// 0, [DefaultTwilioConcurrency] (see [TwilioPreset]).
+	Concurrency int
+
+	// Requests, if its Rate is set, adds a request rate per account to the
+	// concurrency cap: Twilio publishes none, so by default there is none.
 	Requests throttle.Limit
 
 	// Sender returns the sender ("From") of a request that sends a
@@ -36,13 +40,15 @@ type TwilioConfig struct {
 // TwilioPreset returns the limits of Twilio's REST API and of its message
 // senders:
 //
-//   - twilio-requests: requests per account (the AccountSid in the path).
-//     Twilio limits concurrent requests per account, not their rate, and
-//     publishes neither number (twilio.com/docs/api/errors/20429); third
-//     parties say 100 concurrent requests (unconfirmed). The default of 30
-//     requests/s is the preset's own cautious guess, chosen so that 100
-//     concurrent requests are only reached by requests taking over 3 s;
-//     override it with [TwilioConfig.Requests].
+//   - twilio-concurrency: requests in flight per account (the AccountSid
+//     in the path), fleet-wide (see [throttle.Rule.Concurrency]). Twilio
+//     limits concurrent requests per account, not their rate, and does not
+//     publish the number (twilio.com/docs/api/errors/20429, read
+//     2026-11); third parties say 100 (unconfirmed), the default
+//     [DefaultTwilioConcurrency]. Set [TwilioConfig.Concurrency] to your
+//     account's. A 429 with error 20429 lowers the fleet's cap and the
+//     Twilio-Concurrent-Requests header keeps it in line with Twilio's
+//     count (the dialect [Twilio]).
 //   - twilio-long-code: 1 message/s per US long code sender (errors/21611,
 //     30001; MMS too, changelog 2019-08-26).
 //   - twilio-toll-free: 3 messages/s per US toll-free sender, the default;
@@ -54,21 +60,26 @@ type TwilioConfig struct {
 // sender, which the caller names (see [TwilioConfig.Sender] and
 // [WithTwilioSender]); a message whose sender is unknown, an alphanumeric
 // sender ID, a WhatsApp or Messenger sender, or a Messaging Service without
-// a From meets only twilio-requests. A sender of 3 to 8 digits without '+'
+// a From meets only twilio-concurrency. A sender of 3 to 8 digits without '+'
 // is a short code; +1 followed by 800, 833, 844, 855, 866, 877 or 888 is
 // toll-free; any other number starting with '+' is a long code. Above a
 // sender's rate Twilio queues messages (up to 10 h of sending) rather than
 // failing them; pacing at the rate keeps that queue empty.
 //
-// Twilio has no header dialect: its 429 (error 20429) names no wait.
+// Twilio's 429 (error 20429) names no wait: the Transport pauses and backs
+// off, and retries (a rejected request was never processed).
 func TwilioPreset(c TwilioConfig) Preset {
 	host := c.Host
 	if host == "" {
 		host = "api.twilio.com"
 	}
+	concurrency := c.Concurrency
+	if concurrency <= 0 {
+		concurrency = DefaultTwilioConcurrency
+	}
 	requests := c.Requests
 	if requests.Rate == 0 {
-		requests = throttle.Limit{Rate: 30, Period: time.Second, Burst: 1}
+		requests = throttle.Limit{}
 	}
 	sender := c.Sender
 	if sender == nil {
@@ -87,13 +98,20 @@ func TwilioPreset(c TwilioConfig) Preset {
 	return Preset{
 		Name: "twilio",
 		Rules: []throttle.Rule{
-			{Name: "twilio-requests", Limit: requests, Match: throttle.Match{Host: host}, Key: twilioAccount},
+			{Name: "twilio-concurrency", Limit: requests, Concurrency: concurrency, Match: throttle.Match{Host: host}, Key: twilioAccount},
 			perSender("long-code", twilioLongCode, 1),
 			perSender("toll-free", twilioTollFree, 3),
 			perSender("short-code", twilioShortCode, 100),
 		},
+		Dialect: Twilio,
 	}
 }
+
+// DefaultTwilioConcurrency is [TwilioPreset]'s cap on requests in flight
+// per account: 100, the number third parties give (apis.io, read
+// 2026-11); Twilio publishes none. Unconfirmed: set
+// [TwilioConfig.Concurrency] to your account's.
+const DefaultTwilioConcurrency = 100
 
 // maxTwilioSegments is the burst of the per-sender rules when they count
 // segments: a message body of Twilio's maximum of 1,600 characters is 10
