@@ -119,6 +119,10 @@ type RuleConfig struct {
 	// KeyHeader, when set, partitions the rule by that request header
 	// (throttle.KeyHeader).
 	KeyHeader string `json:"key_header,omitempty"`
+	// Concurrency is the rule's cap on requests in flight
+	// (throttle.Rule.Concurrency); 0: none. A rule with a Concurrency and
+	// no Rate has no rate.
+	Concurrency int `json:"concurrency,omitempty"`
 }
 
 // Rule returns the throttle.Rule rc describes.
@@ -128,6 +132,10 @@ func (rc RuleConfig) Rule() throttle.Rule {
 		Limit: throttle.Limit{Rate: rc.Rate, Period: rc.Period, Burst: rc.Burst},
 		Match: throttle.Match{Host: rc.Host, Methods: rc.Methods, PathPrefix: rc.PathPrefix, Path: rc.Path},
 	}
+	if rc.Rate == 0 && rc.Period == 0 && rc.Burst == 0 {
+		r.Limit = throttle.Limit{}
+	}
+	r.Concurrency = rc.Concurrency
 	if rc.KeyHeader != "" {
 		r.Key = throttle.KeyHeader(rc.KeyHeader)
 	}

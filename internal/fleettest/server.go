@@ -120,6 +120,17 @@ func WithQuota(q Quota) ServerOption {
 	return serverOptionFunc(func(s *Server) { s.quota = q })
 }
 
+// WithConcurrency makes the server a strict concurrency limiter: it serves
+// each request in service (sleeping that long before it answers) and
+// rejects a request that arrives while limit others are in service with a
+// 429 at once, as Twilio's 20429 does. A request leaves service before its
+// answer is written, so a client that has read the answer never finds
+// itself still counted. It records the most requests in service at once
+// ([Server.MaxInService]).
+func WithConcurrency(limit int, service time.Duration) ServerOption {
+	return serverOptionFunc(func(s *Server) { s.concLimit, s.service = limit, service })
+}
+
 // Server is a recording HTTP server on a loopback port: it records the
 // arrival of every request and answers 200 "ok", or a scripted answer
 // ([RespondNth], [WithQuota], [Server.Refuse]). Its handler never fails the test; everything
@@ -138,11 +149,25 @@ type Server struct {
 	quota    Quota
 	shape    Shape // the quota's
 
+	concLimit int           // see WithConcurrency; 0: no cap
+	service   time.Duration // how long a request is in service
+
 	mu       sync.Mutex
 	fleetSeq int // the fleet's arrivals so far, for nthFleet
 	arrivals []Arrival
 	counter  counter  // the quota's window
 	refusals []Window // see Refuse
+
+	inService    int // requests in service now (WithConcurrency)
+	maxInService int
+}
+
+// MaxInService returns the most requests the server had in service at
+// once (counting only those it served, see [WithConcurrency]).
+func (s *Server) MaxInService() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxInService
 }
 
 // NewServer starts a recording server, closed by t.Cleanup.
@@ -214,11 +239,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if !scripted {
 		resp = s.applyQuotaLocked(at)
 	}
+	serving := false
+	if s.concLimit > 0 && resp.Status == 0 {
+		if s.inService >= s.concLimit {
+			resp = Response{Status: http.StatusTooManyRequests, Header: http.Header{"Twilio-Concurrent-Requests": {strconv.Itoa(s.inService)}}}
+		} else {
+			serving = true
+			s.inService++
+			s.maxInService = max(s.maxInService, s.inService)
+		}
+	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
 	}
 	s.arrivals = append(s.arrivals, Arrival{Seq: seq, At: at, Worker: worker, Status: resp.Status})
 	s.mu.Unlock()
+	if serving {
+		time.Sleep(s.service)
+		s.mu.Lock()
+		s.inService--
+		s.mu.Unlock()
+	}
 
 	for k, vs := range resp.Header {
 		for _, v := range vs {

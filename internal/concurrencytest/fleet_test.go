@@ -1,0 +1,125 @@
+package concurrencytest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fleettest"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// capCell is one fleet shape against one server: procs processes of
+// goroutines each (busy, when set, gives the first process that many and
+// the others one each, paced), against a server that serves each request
+// in service and rejects one that comes while limit others are in service.
+type capCell struct {
+	procs, goroutines int
+	busy              int
+	limit             int
+	service           time.Duration
+}
+
+func (c capCell) name() string {
+	shape := fmt.Sprintf("%dx%d", c.procs, c.goroutines)
+	if c.busy > 0 {
+		shape = fmt.Sprintf("busy%d+%didle", c.busy, c.procs-1)
+	}
+	return fmt.Sprintf("%s_C%d_%v", shape, c.limit, c.service)
+}
+
+// capRun is how long each cell's fleet sends, and capSettle the start and
+// end it leaves out of the use it measures: the first requests queue for
+// the first leases, the last ones are cut by the run's end.
+const (
+	capRun    = 4 * time.Second
+	capSettle = 500 * time.Millisecond
+)
+
+// TestFleetConcurrencyCap runs the matrix: several fleet shapes (the
+// issue's 4 × 8, one process × 32, 8 × 4, one busy process beside idle
+// ones), caps of 10 and 3 and service times of 50 and 20 ms. Every cell
+// must see no rejection, no failed request, never more than the cap in
+// service, and use at least 0.95 of C / service between its settle
+// times. Retries are off, so that each rejection is counted once.
+func TestFleetConcurrencyCap(t *testing.T) {
+	cells := []capCell{
+		{procs: 4, goroutines: 8, limit: 10, service: 50 * time.Millisecond},
+		{procs: 1, goroutines: 32, limit: 10, service: 50 * time.Millisecond},
+		{procs: 8, goroutines: 4, limit: 10, service: 50 * time.Millisecond},
+		{procs: 4, busy: 16, limit: 10, service: 50 * time.Millisecond},
+		{procs: 4, goroutines: 8, limit: 3, service: 20 * time.Millisecond},
+		{procs: 4, goroutines: 8, limit: 10, service: 20 * time.Millisecond},
+	}
+	var rows []string
+	for _, c := range cells {
+		t.Run(c.name(), func(t *testing.T) {
+			row := runCapCell(t, c)
+			rows = append(rows, row)
+		})
+	}
+	t.Logf("cell | sent | 429 | errors | most in service | use of C/service\n%s", strings.Join(rows, "\n"))
+}
+
+func runCapCell(t *testing.T, c capCell) string {
+	rs := redistest.Start(t)
+	srv := fleettest.NewServer(t, fleettest.WithConcurrency(c.limit, c.service))
+	cfg := fleettest.WorkerConfig{
+		URL:         srv.URL + "/api",
+		RedisAddrs:  []string{rs.Addr()},
+		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
+		Rules:       []fleettest.RuleConfig{{Name: "api", Concurrency: c.limit}},
+		Goroutines:  c.goroutines,
+		Duration:    capRun,
+		MaxAttempts: 1,
+	}
+	cfgs := make([]fleettest.WorkerConfig, c.procs)
+	for i := range cfgs {
+		cfgs[i] = cfg
+		if c.busy > 0 {
+			cfgs[i].Goroutines = 1
+			cfgs[i].Interval = 200 * time.Millisecond
+			if i == 0 {
+				cfgs[i].Goroutines, cfgs[i].Interval = c.busy, 0
+			}
+		}
+	}
+	res := fleettest.Run(t, cfgs...)
+	tot := fleettest.Totals(res.Summaries)
+	start := srv.Offset(res.Start)
+	from, to := start+capSettle, start+capRun-capSettle
+	ok := srv.Arrivals().Status(http.StatusOK).Filter(func(a fleettest.Arrival) bool { return a.At >= from && a.At < to })
+	ideal := float64(c.limit) * (to - from).Seconds() / c.service.Seconds()
+	use := float64(len(ok)) / ideal
+	rejected := tot.Statuses[http.StatusTooManyRequests]
+	most := srv.MaxInService()
+	if rejected != 0 {
+		t.Errorf("%d requests rejected for concurrency, want 0", rejected)
+	}
+	// Each goroutine's last request may still wait for a lease when the
+	// run ends: its context's deadline cuts it (beyond_deadline when the
+	// lease store's timer fires first, context when the context's does).
+	// Nothing else may fail, and no more than one a goroutine.
+	cut := tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
+	if n := tot.ErrorCount() - cut; n != 0 || cut > goroutines(cfgs) {
+		t.Errorf("%d requests failed, %d cut by the run's end (at most %d): %v %v", n, cut, goroutines(cfgs), tot.Errors, tot.Samples)
+	}
+	if most > c.limit {
+		t.Errorf("%d in service at once, cap %d", most, c.limit)
+	}
+	if use < 0.95 {
+		t.Errorf("use %.3f of C/service (%d served in %v, ideal %.0f), want ≥ 0.95", use, len(ok), to-from, ideal)
+	}
+	return fmt.Sprintf("%s | %d | %d | %d | %d | %.3f", c.name(), tot.Sent, rejected, tot.ErrorCount(), most, use)
+}
+
+// goroutines returns the goroutines of a fleet.
+func goroutines(cfgs []fleettest.WorkerConfig) int {
+	n := 0
+	for _, c := range cfgs {
+		n += c.Goroutines
+	}
+	return n
+}

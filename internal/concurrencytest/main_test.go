@@ -1,0 +1,15 @@
+package concurrencytest
+
+import (
+	"testing"
+
+	"github.com/throttlekit/throttle/internal/fleettest"
+	"go.uber.org/goleak"
+)
+
+// TestMain runs the worker when this binary was re-executed as one, and
+// otherwise the tests, checking that no goroutine outlives them.
+func TestMain(m *testing.M) {
+	fleettest.DispatchWorker(nil)
+	goleak.VerifyTestMain(m)
+}
