@@ -102,10 +102,7 @@ func runCapCell(t *testing.T, c capCell) string {
 	// run ends: its context's deadline cuts it (beyond_deadline when the
 	// lease store's timer fires first, context when the context's does).
 	// Nothing else may fail, and no more than one a goroutine.
-	cut := tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
-	if n := tot.ErrorCount() - cut; n != 0 || cut > goroutines(cfgs) {
-		t.Errorf("%d requests failed, %d cut by the run's end (at most %d): %v %v", n, cut, goroutines(cfgs), tot.Errors, tot.Samples)
-	}
+	checkFailures(t, tot, goroutines(cfgs))
 	if most > c.limit {
 		t.Errorf("%d in service at once, cap %d", most, c.limit)
 	}

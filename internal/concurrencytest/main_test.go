@@ -3,13 +3,16 @@ package concurrencytest
 import (
 	"testing"
 
-	"github.com/throttlekit/throttle/internal/fleettest"
 	"go.uber.org/goleak"
+
+	"github.com/throttlekit/throttle/internal/faulttest"
+	"github.com/throttlekit/throttle/internal/fleettest"
 )
 
-// TestMain runs the worker when this binary was re-executed as one, and
-// otherwise the tests, checking that no goroutine outlives them.
+// TestMain runs the worker when this binary was re-executed as one, with
+// the outage knobs applied (faulttest.Options), and otherwise the tests,
+// checking that no goroutine outlives them.
 func TestMain(m *testing.M) {
-	fleettest.DispatchWorker(nil)
+	fleettest.DispatchWorker(faulttest.Options)
 	goleak.VerifyTestMain(m)
 }

@@ -63,6 +63,12 @@ type WorkerConfig struct {
 	// unknown name fails the worker.
 	Dialects []string `json:"dialects,omitempty"`
 
+	// Priority, when set, gives every request of the worker that priority
+	// (throttle.WithPriority): "low", "normal" or "high".
+	Priority string `json:"priority,omitempty"`
+	// LeaseTTL, when positive, is passed to throttle.WithLeaseTTL.
+	LeaseTTL time.Duration `json:"lease_ttl,omitempty"`
+
 	// Knobs for the outage issue (5) whose options do not exist yet. The
 	// worker applies none of them itself: a test that sets one must give
 	// [DispatchWorker] an [OptionsFunc] that turns it into options, or the
@@ -155,6 +161,9 @@ func (c *WorkerConfig) validate() error {
 	case c.Goroutines <= 0:
 		return fmt.Errorf("fleettest: worker %d: Goroutines must be > 0, got %d", c.ID, c.Goroutines)
 	}
+	if _, err := priorityOf(c.Priority); err != nil {
+		return fmt.Errorf("fleettest: worker %d: %w", c.ID, err)
+	}
 	return nil
 }
 
@@ -172,4 +181,17 @@ func decodeConfig(s string) (WorkerConfig, error) {
 		return c, fmt.Errorf("fleettest: decode %s: %w", EnvWorker, err)
 	}
 	return c, c.validate()
+}
+
+// priorityOf returns the priority a WorkerConfig.Priority names.
+func priorityOf(name string) (throttle.Priority, error) {
+	switch name {
+	case "", "normal":
+		return throttle.PriorityNormal, nil
+	case "low":
+		return throttle.PriorityLow, nil
+	case "high":
+		return throttle.PriorityHigh, nil
+	}
+	return 0, fmt.Errorf("unknown priority %q (low, normal or high)", name)
 }

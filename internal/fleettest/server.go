@@ -47,6 +47,9 @@ type Arrival struct {
 	Worker int
 	// Status is the status code the server answered.
 	Status int
+	// InService is, with [WithConcurrency], the requests in service when
+	// it arrived, itself included if it was served; 0 otherwise.
+	InService int
 }
 
 // Arrivals is a list of arrivals with filters for analysis.
@@ -239,20 +242,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if !scripted {
 		resp = s.applyQuotaLocked(at)
 	}
-	serving := false
+	serving, inService := false, 0
 	if s.concLimit > 0 && resp.Status == 0 {
+		inService = s.inService
 		if s.inService >= s.concLimit {
 			resp = Response{Status: http.StatusTooManyRequests, Header: http.Header{"Twilio-Concurrent-Requests": {strconv.Itoa(s.inService)}}}
 		} else {
 			serving = true
 			s.inService++
+			inService = s.inService
 			s.maxInService = max(s.maxInService, s.inService)
 		}
 	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
 	}
-	s.arrivals = append(s.arrivals, Arrival{Seq: seq, At: at, Worker: worker, Status: resp.Status})
+	s.arrivals = append(s.arrivals, Arrival{Seq: seq, At: at, Worker: worker, Status: resp.Status, InService: inService})
 	s.mu.Unlock()
 	if serving {
 		time.Sleep(s.service)

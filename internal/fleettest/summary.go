@@ -69,6 +69,9 @@ type Summary struct {
 	// Flights sums up the round trips of the requests that got a
 	// response.
 	Flights Flights `json:"flights"`
+	// Waits sums up the waits of the requests sent: from client.Do (or
+	// the end of the previous attempt) to the departure.
+	Waits Flights `json:"waits"`
 	// Start and End are the run's bounds as the worker saw them.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
@@ -124,6 +127,7 @@ type tally struct {
 	mu      sync.Mutex
 	s       Summary
 	flights []time.Duration
+	waits   []time.Duration
 }
 
 func newTally(id int, record bool) *tally {
@@ -139,6 +143,7 @@ func (t *tally) departed(at time.Time, wait time.Duration) {
 		t.s.Departures = append(t.s.Departures, at)
 	}
 	t.s.MaxWait = max(t.s.MaxWait, wait)
+	t.waits = append(t.waits, wait)
 	if t.s.FirstSend.IsZero() || at.Before(t.s.FirstSend) {
 		t.s.FirstSend = at
 	}
@@ -185,6 +190,7 @@ func (t *tally) summary() Summary {
 	s := t.s
 	slices.SortFunc(s.Departures, func(a, b time.Time) int { return a.Compare(b) })
 	s.Flights = flightsOf(slices.Clone(t.flights))
+	s.Waits = flightsOf(slices.Clone(t.waits))
 	return s
 }
 

@@ -220,6 +220,9 @@ func transportOptions(cfg WorkerConfig, extra OptionsFunc) ([]throttle.Option, e
 	if cfg.MaxAttempts > 0 {
 		opts = append(opts, throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: cfg.MaxAttempts}))
 	}
+	if cfg.LeaseTTL > 0 {
+		opts = append(opts, throttle.WithLeaseTTL(cfg.LeaseTTL))
+	}
 	if extra == nil {
 		if knob := unappliedKnob(cfg); knob != "" {
 			return nil, fmt.Errorf("worker %d: %s is set but no OptionsFunc was given to DispatchWorker to apply it", cfg.ID, knob)
@@ -313,6 +316,10 @@ func send(client *http.Client, cfg WorkerConfig, end time.Time, tally *tally) st
 	}
 	p := &probe{since: time.Now()}
 	ctx = context.WithValue(ctx, probeKey{}, p)
+	if cfg.Priority != "" {
+		prio, _ := priorityOf(cfg.Priority) // validated with the config
+		ctx = throttle.WithPriority(ctx, prio)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
 	if err != nil {
 		return tally.done(0, err, false)
