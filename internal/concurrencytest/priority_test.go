@@ -42,10 +42,7 @@ func TestFleetPriorities(t *testing.T) {
 	high := low
 	high.Priority, high.Goroutines, high.Interval = "high", 2, 200*time.Millisecond
 	res := fleettest.Run(t, low, low, low, high)
-	var lows []fleettest.Summary
-	for _, s := range res.Summaries[:3] {
-		lows = append(lows, s)
-	}
+	lows := res.Summaries[:3]
 	lowTot, highSum := fleettest.Totals(lows), res.Summaries[3]
 	lowP99 := maxP99(lows)
 	t.Logf("low: sent %d, wait p50 %v p99 %v max %v; high: sent %d, wait p50 %v p99 %v max %v",
