@@ -55,16 +55,8 @@ func TestFleetLeasesOfKilledWorker(t *testing.T) {
 	)
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, fleettest.WithConcurrency(limit, service))
-	cfg := fleettest.WorkerConfig{
-		URL:         srv.URL + "/api",
-		RedisAddrs:  []string{rs.Addr()},
-		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:       []fleettest.RuleConfig{{Name: "api", Concurrency: limit}},
-		Goroutines:  8,
-		Duration:    run,
-		MaxAttempts: 1,
-		LeaseTTL:    ttl,
-	}
+	cfg := workerConfig(t, srv, rs, limit, run)
+	cfg.LeaseTTL = ttl
 	cfgs := []fleettest.WorkerConfig{cfg, cfg, cfg, cfg}
 	f := fleettest.Start(t, cfgs...)
 	start := f.Go()
@@ -117,16 +109,8 @@ func runRedisKill(t *testing.T, limit int) {
 	)
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, fleettest.WithConcurrency(10*limit, service))
-	cfg := fleettest.WorkerConfig{
-		URL:          srv.URL + "/api",
-		RedisAddrs:   []string{rs.Addr()},
-		Namespace:    strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:        []fleettest.RuleConfig{{Name: "api", Concurrency: limit}},
-		Goroutines:   8,
-		Duration:     run,
-		MaxAttempts:  1,
-		RedisTimeout: 100 * time.Millisecond,
-	}
+	cfg := workerConfig(t, srv, rs, limit, run)
+	cfg.RedisTimeout = 100 * time.Millisecond
 	cfgs := []fleettest.WorkerConfig{cfg, cfg, cfg, cfg}
 	f := fleettest.Start(t, cfgs...)
 	start := f.Go()

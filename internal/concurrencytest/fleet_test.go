@@ -66,15 +66,8 @@ func TestFleetConcurrencyCap(t *testing.T) {
 func runCapCell(t *testing.T, c capCell) string {
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, fleettest.WithConcurrency(c.limit, c.service))
-	cfg := fleettest.WorkerConfig{
-		URL:         srv.URL + "/api",
-		RedisAddrs:  []string{rs.Addr()},
-		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:       []fleettest.RuleConfig{{Name: "api", Concurrency: c.limit}},
-		Goroutines:  c.goroutines,
-		Duration:    capRun,
-		MaxAttempts: 1,
-	}
+	cfg := workerConfig(t, srv, rs, c.limit, capRun)
+	cfg.Goroutines = c.goroutines
 	cfgs := make([]fleettest.WorkerConfig, c.procs)
 	for i := range cfgs {
 		cfgs[i] = cfg
@@ -119,4 +112,19 @@ func goroutines(cfgs []fleettest.WorkerConfig) int {
 		n += c.Goroutines
 	}
 	return n
+}
+
+// workerConfig is the worker of these tests: 8 goroutines sending to srv
+// for run under one rule, "api", of a concurrency cap of limit shared
+// through rs, without retries, so that each rejection counts once.
+func workerConfig(t *testing.T, srv *fleettest.Server, rs *redistest.Server, limit int, run time.Duration) fleettest.WorkerConfig {
+	return fleettest.WorkerConfig{
+		URL:         srv.URL + "/api",
+		RedisAddrs:  []string{rs.Addr()},
+		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
+		Rules:       []fleettest.RuleConfig{{Name: "api", Concurrency: limit}},
+		Goroutines:  8,
+		Duration:    run,
+		MaxAttempts: 1,
+	}
 }

@@ -2,7 +2,6 @@ package concurrencytest
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,16 +28,8 @@ func TestFleetPriorities(t *testing.T) {
 	)
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, fleettest.WithConcurrency(limit, service))
-	low := fleettest.WorkerConfig{
-		URL:         srv.URL + "/api",
-		RedisAddrs:  []string{rs.Addr()},
-		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:       []fleettest.RuleConfig{{Name: "api", Concurrency: limit}},
-		Goroutines:  8,
-		Duration:    run,
-		MaxAttempts: 1,
-		Priority:    "low",
-	}
+	low := workerConfig(t, srv, rs, limit, run)
+	low.Priority = "low"
 	high := low
 	high.Priority, high.Goroutines, high.Interval = "high", 2, 200*time.Millisecond
 	res := fleettest.Run(t, low, low, low, high)
