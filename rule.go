@@ -69,6 +69,18 @@ type Rule struct {
 	// Key, it must be safe for concurrent use and must not modify the
 	// request.
 	Cost func(*http.Request) int
+
+	// ActualCost, if set, reads from a response what its request really
+	// cost, in units of Limit.Rate, when the server says so (Shopify's
+	// GraphQL cost, a points header): ok false when the response does not
+	// tell. The difference from Cost's estimate is then charged to the
+	// request's bucket, or refunded (never into the past: a refund frees
+	// capacity from now on, as if the units had never been spent), for the
+	// whole fleet. It is called once per response, before the Transport
+	// returns it, from concurrent goroutines; it may read the body if it
+	// puts back an equivalent one (see providers.ShopifyGraphQLCost), and
+	// must not keep the response. A cost below 1 counts as 1.
+	ActualCost func(*http.Response) (cost int, ok bool)
 }
 
 // KeyHeader returns a [Rule.Key] that partitions by the value of a request
@@ -177,6 +189,8 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			return nil, bad("Concurrency", fmt.Sprintf("must be >= 0, got %d", r.Concurrency))
 		case r.Concurrency > maxConcurrency:
 			return nil, bad("Concurrency", fmt.Sprintf("must be <= %d, got %d", maxConcurrency, r.Concurrency))
+		case r.Concurrency > 0 && r.Limit == (Limit{}) && r.ActualCost != nil:
+			return nil, bad("ActualCost", "needs a Limit: a rule with a Concurrency alone has no bucket to charge")
 		case r.Concurrency > 0 && r.Limit == (Limit{}):
 			// A concurrency cap alone: no rate bucket.
 			if r.Match.Path != "" {

@@ -53,6 +53,7 @@ type Transport struct {
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
 	noFeedback    bool
+	actualCosts   bool // a rule reads its requests' actual cost (cost.go)
 	err           error // a configuration error, returned by every RoundTrip
 }
 
@@ -101,6 +102,9 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	if t.rules, t.err = compileRules(cfg.rules, cfg.headroom); t.err != nil {
 		return t
+	}
+	for _, c := range t.rules {
+		t.actualCosts = t.actualCosts || c.ActualCost != nil
 	}
 	var rs *redisstore.Store
 	if cfg.redis.rdb != nil {
@@ -194,6 +198,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var start time.Time
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
+		t.chargeActual(ctx, bs, resp)
 		sig, now := t.listen(ctx, bs, bk, resp, len(cs) > 0)
 		if len(cs) > 0 {
 			t.adaptLeases(ctx, cs, sig)

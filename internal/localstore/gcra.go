@@ -72,3 +72,20 @@ func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
 	}
 	return max(iv, int64(math.Ceil(adapted)))
 }
+
+// gcraAdjust returns the TAT of a bucket charged delta more units of cost
+// at now (refunded, for delta < 0): later by delta intervals for a charge,
+// from now if the bucket has room; earlier for a refund, never before now.
+func gcraAdjust(tat, now, interval, delta int64) int64 {
+	if delta > 0 {
+		return store.SatAdd(max(tat, now), store.SatMul(interval, delta))
+	}
+	if tat <= now {
+		return tat
+	}
+	back := store.SatMul(interval, -delta)
+	if tat-now <= back {
+		return now
+	}
+	return tat - back
+}

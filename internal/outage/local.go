@@ -409,3 +409,31 @@ func later(a, b time.Time) time.Time {
 // burst; a rate.Reservation that is not OK in the outage's local buckets):
 // longer than any maxWait.
 const waitNever = time.Duration(math.MaxInt64)
+
+// adjust charges a local bucket delta more units (see Store.Adjust). A
+// refund (delta < 0) changes nothing: a rate.Limiter cannot be given
+// tokens it did not reserve in the same reservation, and the local
+// buckets run at the replica's share, below the rule, so the estimate
+// kept errs towards the limit only. A charge reserves the units from now,
+// in chunks of the limiter's burst.
+func (l *localBuckets) adjust(now time.Time, b store.Bucket, delta int64, share float64) {
+	if delta <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.get(now, &b, share)
+	at := l.at(now)
+	burst := int64(max(e.lim.Burst(), 1))
+	// A hostile or broken report cannot make the loop long: beyond
+	// maxAdjustBursts the bucket is as good as shut for this outage.
+	delta = min(delta, maxAdjustBursts*burst)
+	for delta > 0 {
+		n := min(delta, burst)
+		e.lim.ReserveN(at, int(n))
+		delta -= n
+	}
+}
+
+// maxAdjustBursts bounds a local charge, in bursts of the limiter.
+const maxAdjustBursts = 64

@@ -520,3 +520,29 @@ func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 	}
 	return err
 }
+
+var _ store.Adjuster = (*Store)(nil)
+
+// Adjust passes a cost correction to the shared bucket. During an outage
+// it goes to this replica's local bucket instead, which booked the
+// request; a correction of a request booked before the switch is then
+// lost, which costs at most the difference once.
+func (f *Store) Adjust(ctx context.Context, b store.Bucket, delta int64) error {
+	if !f.brk.closed() {
+		if f.outage == Fallback {
+			f.local.adjust(f.clock.Now(), b, delta, f.shareNow())
+		}
+		return nil
+	}
+	a, ok := f.primary.(store.Adjuster)
+	if !ok {
+		return nil
+	}
+	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.Adjust(ctx, b, delta)
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		f.brk.failure(f.clock.Now(), false, err)
+	}
+	return err
+}
