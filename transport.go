@@ -53,7 +53,7 @@ type Transport struct {
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
 	noFeedback    bool
-	actualCosts   bool // a rule reads its requests' actual cost (cost.go)
+	actualCosts   bool  // a rule reads its requests' actual cost (cost.go)
 	err           error // a configuration error, returned by every RoundTrip
 }
 

@@ -50,14 +50,14 @@ type GitHubConfig struct {
 //   - github-content-per-minute and github-content-per-hour: the secondary
 //     limits of 80 content-creating requests/min and 500/h. Which requests
 //     create content is not listed; every POST and PUT counts here.
-//
 //   - github-concurrency: the secondary limit of 100 concurrent requests,
 //     REST and GraphQL together, fleet-wide (see
 //     [throttle.Rule.Concurrency]).
 //
 // GitHub's other secondary limit (90 s of CPU per minute) is not a rate,
-// and GitHub may change the secondary limits without notice: the dialect [GitHub] reads its 403/429 answers so the fleet
-// pauses. GraphQL (/graphql) has its own points and is not matched.
+// and GitHub may change the secondary limits without notice: the dialect
+// [GitHub] reads its 403/429 answers so the fleet pauses. GraphQL
+// (/graphql) has its own points and is matched only by github-concurrency.
 func GitHubPreset(c GitHubConfig) Preset {
 	host := c.Host
 	if host == "" {
