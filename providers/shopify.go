@@ -64,7 +64,9 @@ type ShopifyConfig struct {
 //   - shopify-graphql (only with [ShopifyConfig.GraphQLCost]): 100
 //     points/s Standard, 200 Advanced, 1,000 Plus, 2,000 enterprise. The
 //     bucket is unconfirmed; it is set to 10 s of points, at least 1,000,
-//     the largest cost of one query (unconfirmed).
+//     the largest cost of one query (unconfirmed). A query is booked at
+//     its estimate and the difference from its actualQueryCost refunded
+//     (or charged), as Shopify does (see [ShopifyGraphQLCost]).
 //
 // The rules match paths under /admin/, GraphQL being /admin/api/<version>
 // /graphql.json. The dialect is [Shopify] (X-Shopify-Shop-Api-Call-Limit).
@@ -96,6 +98,9 @@ func ShopifyPreset(c ShopifyConfig) Preset {
 			Match: throttle.Match{Host: host, PathPrefix: "/admin/", Func: graphql},
 			Key:   key,
 			Cost:  c.GraphQLCost,
+			// Shopify refunds what a query did not use: so does the
+			// bucket.
+			ActualCost: ShopifyGraphQLCost,
 		})
 	}
 	return Preset{Name: "shopify", Rules: rules, Dialect: Shopify}
