@@ -7,17 +7,24 @@ import (
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// chargeActual corrects the booking of a request in every bucket whose rule
-// reads the actual cost from its responses (Rule.ActualCost): the
-// difference from the estimate the request was booked at is charged, or
-// refunded, in the store, for the whole fleet. A store that cannot adjust
-// (none of this module's) or cannot be told keeps the estimate.
+// The correction of costs from the server's answers (Rule.ActualCost): a
+// request is booked at its estimate, and the difference from what its
+// answer says it cost goes to the store at once (store.Charger). A charge
+// always lands: it only delays the bookings that follow. A refund lands
+// only in a bucket with no request booked ahead of now, and never moves
+// the bucket's next free slot into the past: internal/localstore's
+// gcraCharge gives the measurement that set this. Booking the next
+// request cheaper instead, as a credit of this process, was measured too
+// and met rejections from a server that takes the requested cost up front
+// (as Shopify's GraphQL API does): a request booked below it leaves before
+// the server has room for it.
+
+// chargeActual reads, for every bucket of bs whose rule reads its
+// requests' actual cost, what the response says the request cost, and
+// charges or refunds the difference from its estimate (bs[i].Cost) in the
+// store.
 func (t *Transport) chargeActual(ctx context.Context, bs []store.Bucket, resp *http.Response) {
 	if !t.actualCosts || resp == nil {
-		return
-	}
-	a, ok := t.store.(store.Adjuster)
-	if !ok {
 		return
 	}
 	for i := range bs {
@@ -29,12 +36,13 @@ func (t *Transport) chargeActual(ctx context.Context, bs []store.Bucket, resp *h
 		if !ok {
 			continue
 		}
-		actual := min(max(int64(n), 1), maxActualCost)
-		if delta := actual - bs[i].Cost; delta != 0 {
-			// The correction concerns the fleet, not this request: it
-			// must land even if the caller gave up meanwhile. A failed one
-			// leaves the estimate.
-			_ = a.Adjust(context.WithoutCancel(ctx), bs[i], delta)
+		if delta := min(max(int64(n), 1), maxActualCost) - bs[i].Cost; delta != 0 {
+			if ch, ok := t.store.(store.Charger); ok {
+				// The correction concerns the fleet, not this request: it
+				// must land even if the caller gave up meanwhile. A failed
+				// one leaves the estimate.
+				_ = ch.Charge(context.WithoutCancel(ctx), bs[i], delta)
+			}
 		}
 	}
 }

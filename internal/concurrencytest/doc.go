@@ -1,6 +1,7 @@
-// Package concurrencytest holds the fleet tests of the concurrency caps
-// (throttle.Rule.Concurrency): real worker processes sharing their leases
-// through a private Redis, against a local server that rejects a request
-// while its cap of others are in service. It has no code outside its
-// tests.
+// Package concurrencytest holds the fleet tests of issue 12: concurrency
+// caps (throttle.Rule.Concurrency), costs corrected from the server's
+// answers (throttle.Rule.ActualCost) and priorities, with real worker
+// processes sharing their leases and buckets through a private Redis,
+// against local servers that enforce a cap on requests in service or a
+// quota of points. It has no code outside its tests.
 package concurrencytest

@@ -3,6 +3,8 @@ package fleettest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -63,6 +65,9 @@ type WorkerConfig struct {
 	// unknown name fails the worker.
 	Dialects []string `json:"dialects,omitempty"`
 
+	// Methods, when set, are the methods the goroutines send: goroutine g
+	// sends Methods[g mod len(Methods)]. Empty: GET.
+	Methods []string `json:"methods,omitempty"`
 	// Priority, when set, gives every request of the worker that priority
 	// (throttle.WithPriority): "low", "normal" or "high".
 	Priority string `json:"priority,omitempty"`
@@ -125,6 +130,12 @@ type RuleConfig struct {
 	// KeyHeader, when set, partitions the rule by that request header
 	// (throttle.KeyHeader).
 	KeyHeader string `json:"key_header,omitempty"`
+	// MethodCosts, when set, weighs each request by its method
+	// (throttle.Rule.Cost): a method not listed costs 1.
+	MethodCosts map[string]int `json:"method_costs,omitempty"`
+	// ActualCostHeader, when set, reads each response's actual cost from
+	// that header (throttle.Rule.ActualCost), as [WithPoints] sends it.
+	ActualCostHeader string `json:"actual_cost_header,omitempty"`
 	// Concurrency is the rule's cap on requests in flight
 	// (throttle.Rule.Concurrency); 0: none. A rule with a Concurrency and
 	// no Rate has no rate.
@@ -142,6 +153,21 @@ func (rc RuleConfig) Rule() throttle.Rule {
 		r.Limit = throttle.Limit{}
 	}
 	r.Concurrency = rc.Concurrency
+	if len(rc.MethodCosts) > 0 {
+		costs := rc.MethodCosts
+		r.Cost = func(req *http.Request) int {
+			if c, ok := costs[req.Method]; ok {
+				return c
+			}
+			return 1
+		}
+	}
+	if h := rc.ActualCostHeader; h != "" {
+		r.ActualCost = func(resp *http.Response) (int, bool) {
+			n, err := strconv.Atoi(resp.Header.Get(h))
+			return n, err == nil
+		}
+	}
 	if rc.KeyHeader != "" {
 		r.Key = throttle.KeyHeader(rc.KeyHeader)
 	}

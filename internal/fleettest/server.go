@@ -152,6 +152,7 @@ type Server struct {
 	quota    Quota
 	shape    Shape // the quota's
 
+	points    *pointsQuota  // see WithPoints; nil: none
 	concLimit int           // see WithConcurrency; 0: no cap
 	service   time.Duration // how long a request is in service
 
@@ -242,6 +243,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if !scripted {
 		resp = s.applyQuotaLocked(at)
 	}
+	var cost PointsCost
+	if s.points != nil && !scripted && resp.Status == 0 {
+		resp, cost = s.points.takeLocked(r, seq, at)
+	}
 	serving, inService := false, 0
 	if s.concLimit > 0 && resp.Status == 0 {
 		inService = s.inService
@@ -263,6 +268,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(s.service)
 		s.mu.Lock()
 		s.inService--
+		s.mu.Unlock()
+	}
+	if cost.Requested != cost.Actual {
+		s.mu.Lock()
+		s.points.settleLocked(cost, time.Since(s.epoch))
 		s.mu.Unlock()
 	}
 

@@ -278,7 +278,11 @@ func run(client *http.Client, cfg WorkerConfig, start time.Time, tally *tally) {
 				if cfg.Requests > 0 && attempts.Add(1) > int64(cfg.Requests) {
 					return
 				}
-				switch kind := send(client, cfg, end, tally); kind {
+				method := http.MethodGet
+				if len(cfg.Methods) > 0 {
+					method = cfg.Methods[g%len(cfg.Methods)]
+				}
+				switch kind := send(client, cfg, method, end, tally); kind {
 				case "":
 				case ErrKindBeyondDeadline:
 					// Slots only lie further ahead from here on.
@@ -306,7 +310,7 @@ type probe struct {
 
 // send makes one request, records its outcome and returns the kind of its
 // error, or "".
-func send(client *http.Client, cfg WorkerConfig, end time.Time, tally *tally) string {
+func send(client *http.Client, cfg WorkerConfig, method string, end time.Time, tally *tally) string {
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	if cfg.RequestTimeout > 0 {
@@ -320,7 +324,7 @@ func send(client *http.Client, cfg WorkerConfig, end time.Time, tally *tally) st
 		prio, _ := priorityOf(cfg.Priority) // validated with the config
 		ctx = throttle.WithPriority(ctx, prio)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
+	req, err := http.NewRequestWithContext(ctx, method, cfg.URL, nil)
 	if err != nil {
 		return tally.done(0, err, false)
 	}

@@ -73,17 +73,30 @@ func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
 	return max(iv, int64(math.Ceil(adapted)))
 }
 
-// gcraAdjust returns the TAT of a bucket charged delta more units of cost
-// at now (refunded, for delta < 0): later by delta intervals for a charge,
-// from now if the bucket has room; earlier for a refund, never before now.
-func gcraAdjust(tat, now, interval, delta int64) int64 {
-	if delta > 0 {
-		return store.SatAdd(max(tat, now), store.SatMul(interval, delta))
+// gcraCharge returns the TAT of a bucket of burst units charged units more
+// of cost at now: later by units intervals, from now if the bucket had
+// room. A negative charge is a refund, given only to a bucket with no
+// request booked ahead of now: earlier by -units intervals, never before
+// now.
+//
+// Why only then. A bucket whose TAT lies beyond now + burst intervals has
+// requests booked to leave later (a booking that waits leaves burst
+// intervals before the TAT it sets, and TATs only grow); one whose TAT
+// lies within has none. Moving the TAT of the first earlier would place
+// the next bookings among those already booked, and the units refunded
+// would leave on top of them: measured, a fleet refunded so met 5-8
+// rejections in 5 s from a strict server with twice the rule's burst that
+// the same fleet without refunds never met (internal/concurrencytest,
+// TestFleetActualCosts). A refund to a queue needs its waiters re-timed,
+// which the stores do not do.
+func gcraCharge(tat, now, interval, burst, units int64) int64 {
+	if units >= 0 {
+		return store.SatAdd(max(tat, now), store.SatMul(interval, units))
 	}
-	if tat <= now {
+	if tat <= now || tat-now > store.SatMul(interval, burst) {
 		return tat
 	}
-	back := store.SatMul(interval, -delta)
+	back := store.SatMul(interval, -units)
 	if tat-now <= back {
 		return now
 	}

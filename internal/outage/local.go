@@ -410,14 +410,10 @@ func later(a, b time.Time) time.Time {
 // longer than any maxWait.
 const waitNever = time.Duration(math.MaxInt64)
 
-// adjust charges a local bucket delta more units (see Store.Adjust). A
-// refund (delta < 0) changes nothing: a rate.Limiter cannot be given
-// tokens it did not reserve in the same reservation, and the local
-// buckets run at the replica's share, below the rule, so the estimate
-// kept errs towards the limit only. A charge reserves the units from now,
-// in chunks of the limiter's burst.
-func (l *localBuckets) adjust(now time.Time, b store.Bucket, delta int64, share float64) {
-	if delta <= 0 {
+// charge reserves units more in a local bucket, from now, in chunks of the
+// limiter's burst (see Store.Charge).
+func (l *localBuckets) charge(now time.Time, b store.Bucket, units int64, share float64) {
+	if units <= 0 {
 		return
 	}
 	l.mu.Lock()
@@ -426,14 +422,14 @@ func (l *localBuckets) adjust(now time.Time, b store.Bucket, delta int64, share 
 	at := l.at(now)
 	burst := int64(max(e.lim.Burst(), 1))
 	// A hostile or broken report cannot make the loop long: beyond
-	// maxAdjustBursts the bucket is as good as shut for this outage.
-	delta = min(delta, maxAdjustBursts*burst)
-	for delta > 0 {
-		n := min(delta, burst)
+	// maxChargeBursts the bucket is as good as shut for this outage.
+	units = min(units, maxChargeBursts*burst)
+	for units > 0 {
+		n := min(units, burst)
 		e.lim.ReserveN(at, int(n))
-		delta -= n
+		units -= n
 	}
 }
 
-// maxAdjustBursts bounds a local charge, in bursts of the limiter.
-const maxAdjustBursts = 64
+// maxChargeBursts bounds a local charge, in bursts of the limiter.
+const maxChargeBursts = 64

@@ -521,25 +521,27 @@ func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 	return err
 }
 
-var _ store.Adjuster = (*Store)(nil)
+var _ store.Charger = (*Store)(nil)
 
-// Adjust passes a cost correction to the shared bucket. During an outage
-// it goes to this replica's local bucket instead, which booked the
-// request; a correction of a request booked before the switch is then
-// lost, which costs at most the difference once.
-func (f *Store) Adjust(ctx context.Context, b store.Bucket, delta int64) error {
+// Charge passes a charge (or refund) to the shared bucket. During an
+// outage a charge goes to this replica's local bucket instead, which
+// booked the request (the charge of a request booked before the switch is
+// then counted locally, which errs towards the limit), and a refund is
+// dropped: a rate.Limiter cannot be given back tokens outside the
+// reservation that took them.
+func (f *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 	if !f.brk.closed() {
 		if f.outage == Fallback {
-			f.local.adjust(f.clock.Now(), b, delta, f.shareNow())
+			f.local.charge(f.clock.Now(), b, units, f.shareNow())
 		}
 		return nil
 	}
-	a, ok := f.primary.(store.Adjuster)
+	c, ok := f.primary.(store.Charger)
 	if !ok {
 		return nil
 	}
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, a.Adjust(ctx, b, delta)
+		return struct{}{}, c.Charge(ctx, b, units)
 	}, nil)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)

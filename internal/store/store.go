@@ -258,17 +258,16 @@ func SatAdd(a, b int64) int64 {
 	return a + b
 }
 
-// Adjuster is a store that can correct the cost a request was booked at
+// Charger is a store that can correct the cost a request was booked at,
 // once the server has said what it really cost (see the root's
 // Rule.ActualCost). The stores of this module implement it.
-type Adjuster interface {
-	// Adjust charges bucket b delta more units of cost (a refund when
-	// delta < 0), from the store's now: a charge moves the bucket's next
-	// free slot later by delta units; a refund moves it earlier, but
-	// never into the past, so a refund never makes a burst the bucket's
-	// capacity would not allow. A bucket absent from the store is a full
-	// one: a refund changes nothing and a charge books the units from
-	// now. An error means the store could not be told; the bucket keeps
-	// the estimate.
-	Adjust(ctx context.Context, b Bucket, delta int64) error
+type Charger interface {
+	// Charge books units more of cost (units > 0) in bucket b, from the
+	// store's now: the bucket's next free slot moves later by units, from
+	// now if the bucket had room. A negative units is a refund: the next
+	// free slot moves earlier by -units, never before now, and a bucket
+	// with room already gets nothing (its capacity for the past is gone).
+	// An error means the store could not be told; the bucket keeps the
+	// estimate.
+	Charge(ctx context.Context, b Bucket, units int64) error
 }

@@ -1,0 +1,30 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle/internal/store"
+)
+
+var (
+	//go:embed charge.lua
+	chargeLua    string
+	chargeScript = redis.NewScript(bucketLua + chargeLua)
+)
+
+var _ store.Charger = (*Store)(nil)
+
+// Charge books units more of cost in bucket b in Redis (see
+// store.Charger), one charge.lua call.
+func (s *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
+	if units == 0 {
+		return nil
+	}
+	limit := MaxSpanMicros / max(Micros(b.Interval), 1)
+	units = min(max(units, -limit), limit)
+	_, err := s.runScript(ctx, "charge", chargeScript, []string{s.key(&b)}, s.nowArg(), Micros(b.Interval), units, b.Burst)
+	return err
+}
