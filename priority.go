@@ -6,10 +6,16 @@ import (
 )
 
 // Priority orders the requests that wait for a concurrency lease (see
-// [Rule.Concurrency]): a waiting request of a higher priority is served
-// before one of a lower priority, and requests of one priority in the order
-// they came. A request waiting long enough rises a level (see the aging
-// bound in docs/PRIORITIES.md), so that low priority is never starved.
+// [Rule.Concurrency]), across the whole fleet: a waiting request of a
+// higher priority is served before one of a lower priority, and requests
+// of one priority in the order they came. A waiting request ages: its
+// place is its arrival less its priority times one second, so a High
+// request goes ahead of Normal ones that came less than a second before
+// it, and a Low one that has waited two seconds goes ahead of a High one
+// arriving now; no request waits more than two seconds longer than it
+// would first come, first served. Rate slots are not reordered: each is
+// booked when its request asks (docs/CONCURRENCY.md says exactly what
+// holds).
 //
 // The zero value is [PriorityNormal]. A Priority is a plain value, safe
 // for concurrent use.
