@@ -7,18 +7,24 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/feedback"
 	"github.com/throttlekit/throttle/internal/lease"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
 // The concurrency caps of [Rule.Concurrency]: a request takes a lease in
-// each cap it meets before its rate slots, all or none, and gives them back
-// when its response body is closed or read to its end (leasebody.go), or
-// when it fails. Leases come first so that a request's departure follows
-// its rate slot: a request taking its leases after its slot would leave
-// late by the lease's wait, and the requests a burst of releases lets go
-// would leave together, bunched, whatever their slots said.
+// each cap it meets once its rate slots have come, all or none, and gives
+// them back when its response body is closed or read to its end
+// (leasebody.go), or when it fails. Leases come after the rate slots so
+// that a request never holds a lease while it waits for its rate: a
+// request of a slow sender (Twilio's long codes, 1 message/s) would
+// otherwise keep the account's leases from the requests that could go.
+// A request that waited for its leases longer than its buckets' lateness
+// tolerance books its rate slots again before it leaves (its first slots
+// are lost capacity): leaving that late on its first slots, with others
+// released at the same moment, would send a burst its buckets never
+// allowed.
 
 // anyConcurrency reports whether a rule of rs has a concurrency cap.
 func anyConcurrency(rs []*compiledRule) bool {
@@ -99,21 +105,29 @@ func (t *Transport) caps(r *http.Request) []lease.Cap {
 }
 
 // takeLeases takes a lease in every cap of cs, waiting as long as the
-// request's budget allows, and returns the function that gives them back.
-// A request that books no rate bucket beats the Redis store's heartbeat
-// itself (alone), so that the fallback's shares count this replica.
-func (t *Transport) takeLeases(ctx context.Context, cs []lease.Cap, alone bool) (func(), error) {
-	if alone && t.beat != nil {
+// request's budget allows, and returns the function that gives them back,
+// and the request's booking (bk, or a new one, see the top of this file).
+// A request that books no rate bucket (bs empty) beats the Redis store's
+// heartbeat itself, so that the fallback's shares count this replica.
+func (t *Transport) takeLeases(ctx context.Context, cs []lease.Cap, bs []store.Bucket, bk feedback.Booking) (func(), feedback.Booking, error) {
+	if len(bs) == 0 && t.beat != nil {
 		// A failed beat costs only the count's freshness.
 		_ = t.beat(ctx)
 	}
 	budget, reason := t.budget(ctx)
 	start := t.clock.Now()
 	l, err := t.leases.Acquire(ctx, cs, lease.Priority(PriorityOf(ctx)), budget)
+	waited := t.clock.Now().Sub(start)
 	if err != nil {
-		return nil, leaseError(err, budget, reason, t.clock.Now().Sub(start))
+		return nil, bk, leaseError(err, budget, reason, waited)
 	}
-	return l.Release, nil
+	if len(bs) > 0 && waited > lateness(bs) {
+		if bk, err = t.acquire(ctx, bs); err != nil {
+			l.Release()
+			return nil, bk, err
+		}
+	}
+	return l.Release, bk, nil
 }
 
 // leaseError turns the lease store's error into the Transport's: a wait

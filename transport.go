@@ -172,21 +172,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
+	bk, err := t.acquire(ctx, bs)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	release := noLeases
 	var cs []lease.Cap
 	if t.leases != nil {
 		if cs = t.caps(req); len(cs) > 0 {
-			if release, err = t.takeLeases(ctx, cs, len(bs) == 0); err != nil {
+			if release, bk, err = t.takeLeases(ctx, cs, bs, bk); err != nil {
 				closeBody(req)
 				return nil, err
 			}
 		}
-	}
-	bk, err := t.acquire(ctx, bs)
-	if err != nil {
-		release()
-		closeBody(req)
-		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

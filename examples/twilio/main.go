@@ -16,13 +16,13 @@
 // refuses them so that an overrun shows.
 //
 // Three long codes, a toll-free number and a short code send, each from
-// several workers at once. The buckets live in Redis, as a fleet's would;
-// each request names its sender with
-// providers.WithTwilioSender, since the sender is a form field of the body,
-// which a rule does not read. The short code could send 100 messages/s,
-// but the preset's account rule (30 requests/s; Twilio publishes no rate)
-// holds the whole account below that, so that its requests in progress
-// stay near 30/s × 100 ms = 3, well under the concurrency limit.
+// several workers at once. The buckets and the account's concurrency
+// leases live in Redis, as a fleet's would; each request names its sender
+// with providers.WithTwilioSender, since the sender is a form field of the
+// body, which a rule does not read. The short code could send 100
+// messages/s, but the preset's account rule, twilio-concurrency, set to
+// the API's limit (TwilioConfig.Concurrency, as you would set your
+// account's), keeps the account's requests in progress at that limit.
 //
 // Flags:
 //
@@ -173,9 +173,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 
-	// The preset as it is, but for its host. Its sender comes from each
-	// request's context (providers.WithTwilioSender).
-	preset := providers.TwilioPreset(providers.TwilioConfig{Host: host})
+	// The preset, for its host and the account's concurrency limit. Its
+	// sender comes from each request's context
+	// (providers.WithTwilioSender).
+	preset := providers.TwilioPreset(providers.TwilioConfig{Host: host, Concurrency: cfg.Concurrency})
 
 	store, err := exredis.Open(cfg.RedisURL)
 	if err != nil {
@@ -197,6 +198,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 		if err != nil {
 			return result{}, fmt.Errorf("replica %d: %w", i+1, err)
 		}
+		// Close stops the lease store's renewals and pub/sub connection.
+		defer func() { _ = t.Close() }()
 		clients[i] = &http.Client{Transport: t}
 	}
 
