@@ -55,9 +55,11 @@ type Fallback struct {
 	down      bool
 	probing   bool
 	nextProbe time.Time
-	// local holds the leases counted by the local semaphore: those granted
-	// by it, and the Redis leases held when Redis failed.
-	localHeld map[*Lease]struct{}
+	returned  chan struct{} // while down: closed when Redis is back
+	// localHeld holds the leases counted by the local semaphore: those
+	// granted by it, and the Redis leases held when Redis failed; true once
+	// registered in Redis (or being registered).
+	localHeld map[*Lease]bool
 }
 
 // NewFallback returns a Fallback around r. live returns the replicas of
@@ -68,7 +70,7 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 	if live == nil {
 		live = func() int { return 0 }
 	}
-	f := &Fallback{r: r, live: live, probeEvery: DefaultProbeEvery, localHeld: map[*Lease]struct{}{}}
+	f := &Fallback{r: r, live: live, probeEvery: DefaultProbeEvery, localHeld: map[*Lease]bool{}}
 	for _, o := range opts {
 		o.applyFallback(f)
 	}
@@ -104,12 +106,35 @@ func (f *Fallback) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait 
 			return l, err
 		}
 	}
-	l, err := f.local.Acquire(ctx, caps, p, maxWait-time.Since(start))
-	if err != nil {
-		return nil, err
+	for {
+		f.mu.Lock()
+		returned := f.returned
+		f.mu.Unlock()
+		if returned == nil {
+			// Back up before this request reached the local semaphore.
+			return f.r.Acquire(ctx, caps, p, maxWait-time.Since(start))
+		}
+		l, err := f.local.acquire(ctx, caps, p, maxWait-time.Since(start), returned)
+		if errors.Is(err, errAborted) {
+			// Redis is back: wait in its queue, with the fleet.
+			l, err = f.r.Acquire(ctx, caps, p, maxWait-time.Since(start))
+			if err == nil || !errors.Is(err, ErrUnavailable) {
+				return l, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		f.track(l)
+		if !f.Down() {
+			// Granted as Redis came back: make the shared cap count it. A
+			// failed registration sends the Fallback down again (failed),
+			// and the next probe registers it.
+			_ = f.register(ctx)
+		}
+		return l, nil
 	}
-	f.track(l)
-	return l, nil
 }
 
 // Down reports whether the Fallback grants leases locally.
@@ -145,19 +170,24 @@ func (f *Fallback) useRedis(ctx context.Context) bool {
 
 	err := f.probe(ctx)
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.probing = false
 	if err != nil {
 		f.nextProbe = time.Now().Add(f.probeEvery)
+		f.mu.Unlock()
 		return false
 	}
 	f.down = false
+	close(f.returned)
+	f.returned = nil
+	f.mu.Unlock()
+	// Leases the local semaphore granted during the probe; a failure sends
+	// the Fallback down again, and the next probe retries.
+	_ = f.register(ctx)
 	return true
 }
 
 // probe pings Redis and registers in it every lease the local semaphore
-// counts, forced past the caps, so that they count against the shared cap
-// until released.
+// counts (see register).
 func (f *Fallback) probe(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.r.callTimeout)
 	err := f.r.rdb.Ping(cctx).Err()
@@ -165,30 +195,56 @@ func (f *Fallback) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return f.register(ctx)
+}
+
+// register registers in Redis, as holders forced past the caps, the leases
+// the local semaphore counts that are not registered yet, so that they
+// count against the shared cap until released.
+func (f *Fallback) register(ctx context.Context) error {
 	f.mu.Lock()
-	held := make([]*Lease, 0, len(f.localHeld))
-	for l := range f.localHeld {
-		held = append(held, l)
+	var todo []*Lease
+	for l, done := range f.localHeld {
+		if !done {
+			f.localHeld[l] = true
+			todo = append(todo, l)
+		}
 	}
 	f.mu.Unlock()
-	for _, l := range held {
-		if l.isReleased() {
+	var failed error
+	for _, l := range todo {
+		if failed != nil || l.isReleased() {
+			f.unclaim(l, failed != nil)
 			continue
 		}
-		w := &redisWaiter{tid: f.r.idPrefix + "reg", caps: l.caps, wake: make(chan struct{}, 1)}
+		w := &redisWaiter{tid: f.r.idPrefix + "reg", caps: l.caps}
 		for _, c := range l.caps {
 			w.channels = append(w.channels, f.r.channel(c.Key))
 		}
 		r, err := f.r.acquireCall(ctx, w, true)
 		if err != nil {
-			return err
+			failed = err
+			f.unclaim(l, true)
+			continue
 		}
 		p := &redisPart{s: f.r, caps: l.caps, tokens: r.tokens, lease: l}
 		if l.addPart(p) {
 			f.r.keeper.addLease(p)
 		}
 	}
-	return nil
+	return failed
+}
+
+// unclaim marks l unregistered again (if retry and still tracked).
+func (f *Fallback) unclaim(l *Lease, retry bool) {
+	if !retry {
+		return
+	}
+	f.mu.Lock()
+	if _, ok := f.localHeld[l]; ok {
+		f.localHeld[l] = false
+	}
+	f.mu.Unlock()
 }
 
 // failed hears of a failed Redis call: the Fallback goes down, counts the
@@ -202,6 +258,7 @@ func (f *Fallback) failed(error) {
 	}
 	f.down = true
 	f.nextProbe = time.Now().Add(f.probeEvery)
+	f.returned = make(chan struct{})
 	f.mu.Unlock()
 	for _, p := range f.r.keeper.held() {
 		f.mu.Lock()
@@ -218,7 +275,7 @@ func (f *Fallback) failed(error) {
 // track records that the local semaphore counts l, until l is released.
 func (f *Fallback) track(l *Lease) {
 	f.mu.Lock()
-	f.localHeld[l] = struct{}{}
+	f.localHeld[l] = false
 	f.mu.Unlock()
 	l.addPart(trackPart{f: f, l: l})
 }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -80,6 +81,16 @@ func NewLocal(opts ...LocalOption) *Local {
 // It fails with ctx's error when ctx ends first, and with a *TimeoutError
 // when maxWait passes first (at once when maxWait ≤ 0).
 func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
+	return l.acquire(ctx, caps, p, maxWait, nil)
+}
+
+// errAborted ends a local wait whose abort channel closed: the Fallback's
+// Redis came back, and the request should wait there instead.
+var errAborted = errors.New("throttle: concurrency cap: local wait aborted")
+
+// acquire is Acquire, ended with errAborted when abort closes first (a
+// nil abort never does).
+func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration, abort <-chan struct{}) (*Lease, error) {
 	if err := checkCaps(caps); err != nil {
 		return nil, err
 	}
@@ -117,6 +128,8 @@ func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 		return l.lease(caps), nil
 	case <-ctx.Done():
 		err = ctx.Err()
+	case <-abort:
+		err = errAborted
 	case <-timer.C():
 	}
 	l.mu.Lock()

@@ -28,18 +28,6 @@ func acquireAsync(s lease.Store, caps []lease.Cap, p lease.Priority, maxWait tim
 	return ch
 }
 
-// waitHeld waits until the local store holds n leases under key.
-func waitHeld(t *testing.T, l *lease.Local, key string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Held(key) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("held %d under %q, want %d", l.Held(key), key, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func one(key string, limit int) []lease.Cap {
 	return []lease.Cap{{Key: key, Rule: "r-" + key, Limit: limit}}
 }
@@ -72,11 +60,9 @@ func TestLocalOrder(t *testing.T) {
 			}
 			got := make(chan string, len(tc.arrivals))
 			var wg sync.WaitGroup
-			var results []chan result
 			for i, a := range tc.arrivals {
 				clk.Advance(a.after)
 				r := acquireAsync(l, caps, a.p, time.Hour)
-				results = append(results, r)
 				clk.WaitTimers(i + 1) // queued
 				wg.Add(1)
 				go func(name string, r chan result) {
@@ -193,7 +179,9 @@ func TestLocalWaitEnds(t *testing.T) {
 		r := acquireAsync(l, caps, lease.Low, time.Hour)
 		clk.WaitTimers(2)
 		cancel()
-		<-ch
+		if err := <-ch; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
 		h.Release()
 		res := <-r
 		if res.err != nil {

@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -376,15 +375,4 @@ func TestRedisTimeoutLeavesNothing(t *testing.T) {
 		}
 	}
 	h.Release()
-}
-
-// freeAddr returns a loopback address nobody listens on.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }

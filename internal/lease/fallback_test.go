@@ -1,0 +1,154 @@
+package lease_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/lease"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// phases of the outage test.
+const (
+	phaseUp = iota
+	phaseDown
+	phaseReturn // the first 2 s after Redis is back
+	phaseBack   // after that
+	phases
+)
+
+// TestRedisKillFallback: a fleet of 4 replicas runs 32 workers against a
+// cap of 20. Redis is killed for 2 s and restarted empty. No Acquire fails;
+// while Redis is down the fleet stays within 110 % of the cap; every
+// replica is back on Redis, and the fleet on the shared cap, within 2 s of
+// Redis's return.
+func TestRedisKillFallback(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	const (
+		replicas = 4
+		workers  = 8 // per replica
+		limit    = 20
+	)
+	caps := []lease.Cap{{Key: "acct", Rule: "twilio", Limit: limit}}
+	var fleet []*lease.Fallback
+	for range replicas {
+		opt := srv.Options()
+		opt.DialTimeout = 100 * time.Millisecond
+		rdb := srv.ClientWith(t, opt)
+		r := newStore(t, rdb, lease.WithNamespace(ns), lease.WithCallTimeout(200*time.Millisecond), lease.WithTTL(3*time.Second))
+		fleet = append(fleet, lease.NewFallback(r, func() int { return replicas }))
+	}
+
+	var phase atomic.Int32
+	var inFlight atomic.Int64
+	var peak [phases]atomic.Int64
+	var grants [phases]atomic.Int64
+	var lastOver atomic.Int64 // UnixNano of the last grant over the cap
+	var failures atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, f := range fleet {
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					l, err := f.Acquire(context.Background(), caps, lease.Normal, 30*time.Second)
+					if err != nil {
+						failures.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+						continue
+					}
+					ph := phase.Load()
+					n := inFlight.Add(1)
+					grants[ph].Add(1)
+					if n > limit {
+						lastOver.Store(time.Now().UnixNano())
+					}
+					for {
+						p := peak[ph].Load()
+						if n <= p || peak[ph].CompareAndSwap(p, n) {
+							break
+						}
+					}
+					time.Sleep(time.Duration(10+rng.IntN(20)) * time.Millisecond)
+					inFlight.Add(-1)
+					l.Release()
+				}
+			}()
+		}
+	}
+	time.Sleep(time.Second)
+	srv.Kill()
+	phase.Store(phaseDown)
+	time.Sleep(2 * time.Second)
+	downSeen := 0
+	for _, f := range fleet {
+		if f.Down() {
+			downSeen++
+		}
+	}
+	srv.Restart()
+	back := time.Now()
+	phase.Store(phaseReturn)
+	waitFor(t, "every replica back on Redis", func() bool {
+		for _, f := range fleet {
+			if f.Down() {
+				return false
+			}
+		}
+		return true
+	})
+	allBack := time.Since(back)
+	time.Sleep(2*time.Second - allBack)
+	phase.Store(phaseBack)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	overEnd := "never over the cap after the return"
+	if lo := lastOver.Load(); lo > back.UnixNano() {
+		overEnd = "last over the cap " + time.Duration(lo-back.UnixNano()).String() + " after the return"
+	}
+	t.Logf("%s", overEnd)
+	t.Logf("peak in flight (cap %d): up %d, down %d, first 2 s after return %d, after %d; grants %d/%d/%d/%d; replicas down at the end of the outage %d/%d; all back on Redis %v after its return",
+		limit, peak[phaseUp].Load(), peak[phaseDown].Load(), peak[phaseReturn].Load(), peak[phaseBack].Load(),
+		grants[phaseUp].Load(), grants[phaseDown].Load(), grants[phaseReturn].Load(), grants[phaseBack].Load(),
+		downSeen, replicas, allBack)
+	if n := failures.Load(); n != 0 {
+		t.Fatalf("%d Acquire calls failed, the first: %v", n, firstErr.Load())
+	}
+	if downSeen != replicas {
+		t.Fatalf("%d of %d replicas noticed the outage", downSeen, replicas)
+	}
+	if p := peak[phaseUp].Load(); p > limit {
+		t.Fatalf("peak %d before the outage, over the cap %d", p, limit)
+	}
+	if p := peak[phaseDown].Load(); p > limit*11/10 {
+		t.Fatalf("peak %d while Redis was down, over 110%% of %d", p, limit)
+	}
+	if allBack > 2*time.Second {
+		t.Fatalf("replicas back on Redis %v after its return, want within 2 s", allBack)
+	}
+	if lo := lastOver.Load(); lo > back.Add(2*time.Second).UnixNano() {
+		t.Fatalf("over the cap %v after the return, want back on the shared cap within 2 s", time.Duration(lo-back.UnixNano()))
+	}
+	if p := peak[phaseBack].Load(); p > limit {
+		t.Fatalf("peak %d from 2 s after the return, over the shared cap %d", p, limit)
+	}
+	if grants[phaseDown].Load() == 0 || grants[phaseBack].Load() == 0 {
+		t.Fatal("no progress in some phase")
+	}
+}
