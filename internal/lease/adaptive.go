@@ -48,7 +48,7 @@ func (s *Redis) lowerCall(ctx context.Context, c Cap, op string, count int) (int
 	}
 	k := s.keys(c.Key)
 	args := []any{s.nowArg(), s.climb.Milliseconds(), s.keep(), c.Limit, s.channel(c.Key), op, count, s.observeTTL.Milliseconds()}
-	v, err := s.run(ctx, op, lowerScript, k[:], args)
+	v, err := s.run(ctx, op, lowerScript, k[:], args, nil)
 	if err != nil {
 		return 0, err
 	}

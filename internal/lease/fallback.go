@@ -189,9 +189,9 @@ func (f *Fallback) useRedis(ctx context.Context) bool {
 // probe pings Redis and registers in it every lease the local semaphore
 // counts (see register).
 func (f *Fallback) probe(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.r.callTimeout)
-	err := f.r.rdb.Ping(cctx).Err()
-	cancel()
+	_, err := f.r.call(ctx, "ping", func(ctx context.Context) (any, error) {
+		return f.r.rdb.Ping(ctx).Result()
+	}, nil)
 	if err != nil {
 		return err
 	}

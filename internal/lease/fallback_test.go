@@ -21,12 +21,24 @@ const (
 	phases
 )
 
-// TestRedisKillFallback: a fleet of 4 replicas runs 32 workers against a
-// cap of 20. Redis is killed for 2 s and restarted empty. No Acquire fails;
-// while Redis is down the fleet stays within 110 % of the cap; every
-// replica is back on Redis, and the fleet on the shared cap, within 2 s of
-// Redis's return.
-func TestRedisKillFallback(t *testing.T) {
+// TestRedisOutageFallback: a fleet of 4 replicas runs 32 workers against a
+// cap of 20. Redis is killed for 2 s and restarted empty, or paused
+// (SIGSTOP) for 2 s and resumed. No Acquire fails; while Redis is down the
+// fleet stays within 110 % of the cap; every replica is back on Redis, and
+// the fleet on the shared cap, within 2 s of Redis's return.
+func TestRedisOutageFallback(t *testing.T) {
+	for _, o := range []struct {
+		name       string
+		stop, back func(*redistest.Server)
+	}{
+		{"kill", (*redistest.Server).Kill, (*redistest.Server).Restart},
+		{"pause", (*redistest.Server).Pause, (*redistest.Server).Resume},
+	} {
+		t.Run(o.name, func(t *testing.T) { testOutage(t, o.stop, o.back) })
+	}
+}
+
+func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 	srv := redistest.Start(t)
 	ns := uniqueNS(t)
 	const (
@@ -51,7 +63,7 @@ func TestRedisKillFallback(t *testing.T) {
 	var lastOver atomic.Int64 // UnixNano of the last grant over the cap
 	var failures atomic.Int64
 	var firstErr atomic.Value
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, f := range fleet {
 		for range workers {
@@ -61,7 +73,7 @@ func TestRedisKillFallback(t *testing.T) {
 				rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
 				for {
 					select {
-					case <-stop:
+					case <-done:
 						return
 					default:
 					}
@@ -91,7 +103,7 @@ func TestRedisKillFallback(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second)
-	srv.Kill()
+	stop(srv)
 	phase.Store(phaseDown)
 	time.Sleep(2 * time.Second)
 	downSeen := 0
@@ -100,8 +112,8 @@ func TestRedisKillFallback(t *testing.T) {
 			downSeen++
 		}
 	}
-	srv.Restart()
-	back := time.Now()
+	back(srv)
+	returned := time.Now()
 	phase.Store(phaseReturn)
 	waitFor(t, "every replica back on Redis", func() bool {
 		for _, f := range fleet {
@@ -111,16 +123,16 @@ func TestRedisKillFallback(t *testing.T) {
 		}
 		return true
 	})
-	allBack := time.Since(back)
+	allBack := time.Since(returned)
 	time.Sleep(2*time.Second - allBack)
 	phase.Store(phaseBack)
 	time.Sleep(time.Second)
-	close(stop)
+	close(done)
 	wg.Wait()
 
 	overEnd := "never over the cap after the return"
-	if lo := lastOver.Load(); lo > back.UnixNano() {
-		overEnd = "last over the cap " + time.Duration(lo-back.UnixNano()).String() + " after the return"
+	if lo := lastOver.Load(); lo > returned.UnixNano() {
+		overEnd = "last over the cap " + time.Duration(lo-returned.UnixNano()).String() + " after the return"
 	}
 	t.Logf("%s", overEnd)
 	t.Logf("peak in flight (cap %d): up %d, down %d, first 2 s after return %d, after %d; grants %d/%d/%d/%d; replicas down at the end of the outage %d/%d; all back on Redis %v after its return",
@@ -142,8 +154,8 @@ func TestRedisKillFallback(t *testing.T) {
 	if allBack > 2*time.Second {
 		t.Fatalf("replicas back on Redis %v after its return, want within 2 s", allBack)
 	}
-	if lo := lastOver.Load(); lo > back.Add(2*time.Second).UnixNano() {
-		t.Fatalf("over the cap %v after the return, want back on the shared cap within 2 s", time.Duration(lo-back.UnixNano()))
+	if lo := lastOver.Load(); lo > returned.Add(2*time.Second).UnixNano() {
+		t.Fatalf("over the cap %v after the return, want back on the shared cap within 2 s", time.Duration(lo-returned.UnixNano()))
 	}
 	if p := peak[phaseBack].Load(); p > limit {
 		t.Fatalf("peak %d from 2 s after the return, over the shared cap %d", p, limit)

@@ -309,7 +309,7 @@ func (s *Redis) renewCall(groups []*renewGroup) (renewReply, error) {
 			args = append(args, w.tid)
 		}
 	}
-	v, err := s.run(context.Background(), "renew", renewScript, keys, args)
+	v, err := s.run(context.Background(), "renew", renewScript, keys, args, nil)
 	if err != nil {
 		return renewReply{}, err
 	}

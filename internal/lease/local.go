@@ -24,6 +24,9 @@ type Local struct {
 	mu   sync.Mutex
 	keys map[string]*localKey
 	seq  uint64
+	// last is the latest arrival: a clock that jumps backwards does not
+	// let a new request overtake the waiters that came before it.
+	last time.Time
 }
 
 // localKey is one cap key's state.
@@ -99,9 +102,13 @@ func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	}
 	caps = append([]Cap(nil), caps...)
 	start := l.clk.Now()
-	w := &localWaiter{caps: caps, score: start.UnixNano() - int64(p.clamp())*int64(l.aging), ready: make(chan struct{})}
+	w := &localWaiter{caps: caps, ready: make(chan struct{})}
 
 	l.mu.Lock()
+	if start.After(l.last) {
+		l.last = start
+	}
+	w.score = l.last.UnixNano() - int64(p.clamp())*int64(l.aging)
 	l.seq++
 	w.seq = l.seq
 	for _, c := range caps {
@@ -141,7 +148,7 @@ func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 		if err != nil {
 			return nil, err
 		}
-		return nil, &TimeoutError{Rule: caps[0].Rule, Waited: l.clk.Now().Sub(start)}
+		return nil, &TimeoutError{Rule: caps[0].Rule, Waited: max(0, l.clk.Now().Sub(start))}
 	}
 	blocked := l.blocking(w)
 	l.remove(w)
@@ -149,7 +156,7 @@ func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	if err != nil {
 		return nil, err
 	}
-	return nil, &TimeoutError{Rule: blocked, Waited: l.clk.Now().Sub(start)}
+	return nil, &TimeoutError{Rule: blocked, Waited: max(0, l.clk.Now().Sub(start))}
 }
 
 // Held returns the leases held under key, for tests and metrics.

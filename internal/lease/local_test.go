@@ -242,3 +242,36 @@ func TestLocalConcurrent(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestLocalClockBackwards: after the clock jumps back an hour, a new request
+// does not overtake the one waiting since before the jump.
+func TestLocalClockBackwards(t *testing.T) {
+	clk := fakeclock.New(t0)
+	l := lease.NewLocal(lease.WithClock(clk))
+	caps := one("k", 1)
+	h, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := acquireAsync(l, caps, lease.Normal, time.Hour)
+	clk.WaitTimers(1)
+	clk.Set(t0.Add(-time.Hour))
+	late := acquireAsync(l, caps, lease.Normal, time.Hour)
+	clk.WaitTimers(2)
+	h.Release()
+	r := <-old
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	select {
+	case <-late:
+		t.Fatal("the request that came after the jump was served first")
+	default:
+	}
+	r.l.Release()
+	r = <-late
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release()
+}

@@ -153,6 +153,9 @@ type Redis struct {
 	observeTTL  time.Duration
 	now         func() time.Time // nil: Redis's TIME
 
+	// guard is set when the client ignores context deadlines (see call).
+	guard bool
+
 	// onError, when set (by the Fallback), hears of every failed call.
 	onError func(error)
 
@@ -195,6 +198,7 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o.applyRedis(s)
 	}
+	s.guard = !honoursDeadlines(rdb)
 	s.hub = newHub(s)
 	s.keeper = newKeeper(s)
 	return s
@@ -397,15 +401,81 @@ func (s *Redis) nowArg() string {
 func (s *Redis) keep() int64 { return max(6*s.ttl, time.Minute).Milliseconds() }
 
 // run runs script with the call timeout, reporting failures as
-// *UnavailableError (and to onError).
-func (s *Redis) run(ctx context.Context, op string, script *redis.Script, keys []string, args []any) (any, error) {
+// *UnavailableError (and to onError). late, if not nil, gets the reply of
+// a call the caller gave up on (see call).
+func (s *Redis) run(ctx context.Context, op string, script *redis.Script, keys []string, args []any, late func(any)) (any, error) {
+	return s.call(ctx, op, func(ctx context.Context) (any, error) {
+		return script.Run(ctx, s.rdb, keys, args...).Result()
+	}, late)
+}
+
+// errCallTimeout is the cause of a call the guard gave up on.
+var errCallTimeout = errors.New("call timed out")
+
+// call runs f with a context bounded by the call timeout. A client that
+// ignores context deadlines (ContextTimeoutEnabled unset, go-redis's
+// default) would hold the caller for its own read timeout, 3 s by default,
+// while Redis is stalled: then f runs on a goroutine of its own, which the
+// caller leaves at the call timeout; f's late reply, if any, goes to late
+// (an acquire booked for nobody is released), and Close waits for it.
+func (s *Redis) call(ctx context.Context, op string, f func(context.Context) (any, error), late func(any)) (any, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
-	defer cancel()
-	v, err := script.Run(cctx, s.rdb, keys, args...).Result()
-	if err != nil {
-		return nil, s.failed(op, err)
+	if !s.guard {
+		defer cancel()
+		v, err := f(cctx)
+		if err != nil {
+			return nil, s.failed(op, err)
+		}
+		return v, nil
 	}
-	return v, nil
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1)
+	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned
+	s.bgMu.Lock()
+	s.bg.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		defer cancel()
+		v, err := f(cctx)
+		if state.CompareAndSwap(0, 1) {
+			ch <- result{v, err}
+			return
+		}
+		if err == nil && late != nil {
+			late(v)
+		}
+	}()
+	timer := time.NewTimer(s.callTimeout)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-ch:
+	case <-timer.C:
+		if state.CompareAndSwap(0, 2) {
+			return nil, s.failed(op, errCallTimeout)
+		}
+		r = <-ch
+	}
+	if r.err != nil {
+		return nil, s.failed(op, r.err)
+	}
+	return r.v, nil
+}
+
+// honoursDeadlines reports whether rdb's calls end at their context's
+// deadline.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // failed wraps err and tells onError.
@@ -442,7 +512,14 @@ func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (ac
 		keys = append(keys, k[:]...)
 		args = append(args, c.Limit, w.channels[i])
 	}
-	v, err := s.run(ctx, "acquire", acquireScript, keys, args)
+	late := func(v any) {
+		// A lease booked for a caller that left goes back; a ticket it
+		// left expires after the TTL.
+		if r, err := parseAcquire(v, len(w.caps)); err == nil && r.ok {
+			s.background(func(ctx context.Context) { _, _ = s.releaseCall(ctx, w.caps, r.tokens, "") })
+		}
+	}
+	v, err := s.run(ctx, "acquire", acquireScript, keys, args, late)
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -504,7 +581,7 @@ func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid
 		}
 		args = append(args, c.Limit, s.channel(c.Key), tok)
 	}
-	v, err := s.run(ctx, "release", releaseScript, keys, args)
+	v, err := s.run(ctx, "release", releaseScript, keys, args, nil)
 	if err != nil {
 		return 0, err
 	}

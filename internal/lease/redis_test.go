@@ -376,3 +376,97 @@ func TestRedisTimeoutLeavesNothing(t *testing.T) {
 	}
 	h.Release()
 }
+
+// TestResubscribeWakes: store B's connections are dropped (through a
+// proxy that then holds traffic) and a release goes out while B is not
+// subscribed, so its message reaches nobody; once traffic flows, go-redis
+// resubscribes and the confirmation wakes the waiter, long before the next
+// renewal round (TTL 30 s: every 10 s).
+func TestResubscribeWakes(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	ns := uniqueNS(t)
+	obs := srv.Client(t)
+	opt := srv.Options()
+	opt.Addr = proxy.Addr()
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(30*time.Second))
+	b := newStore(t, srv.ClientWith(t, opt), lease.WithNamespace(ns), lease.WithTTL(30*time.Second), lease.WithCallTimeout(5*time.Second))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	for i := range 3 {
+		h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := acquireAsync(b, caps, lease.Normal, 20*time.Second)
+		waitFor(t, "the ticket", func() bool { return queued(t, obs, ns, "k") == 1 })
+		waitFor(t, "the subscription", func() bool { return subscribers(t, obs, ns, "k") == 1 })
+		proxy.Block()
+		proxy.CloseAll()
+		waitFor(t, "the subscriber gone", func() bool { return subscribers(t, obs, ns, "k") == 0 })
+		h.Release()
+		waitFor(t, "the release", func() bool {
+			n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:k:h").Result()
+			return n == 0
+		})
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-w:
+			t.Fatalf("round %d: woken while cut off", i)
+		default:
+		}
+		unblocked := time.Now()
+		proxy.Unblock()
+		select {
+		case r := <-w:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			t.Logf("round %d: woken %v after traffic resumed; the release's message had reached nobody", i, time.Since(unblocked))
+			r.l.Release()
+		case <-time.After(3 * time.Second):
+			t.Fatalf("round %d: not woken within 3 s of the reconnect", i)
+		}
+		waitFor(t, "an empty cap", func() bool {
+			n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:k:h").Result()
+			return n == 0
+		})
+	}
+}
+
+// TestLowerReachesTheFleet: a refusal reported by one store lowers the cap
+// for another store's requests.
+func TestLowerReachesTheFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	b := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	c := lease.Cap{Key: "acct", Rule: "twilio", Limit: 10}
+	var held []*lease.Lease
+	for range 3 {
+		l, err := a.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	got, err := a.Lower(context.Background(), c)
+	if err != nil || got != 2 {
+		t.Fatalf("Lower = %d, %v; want 2", got, err)
+	}
+	if _, err := b.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0); !errorsAs(err, new(*lease.TimeoutError)) {
+		t.Fatalf("another store acquired under the lowered cap: %v", err)
+	}
+	held[0].Release()
+	held[1].Release()
+	waitFor(t, "the releases", func() bool {
+		n, _ := srv.Client(t).ZCard(context.Background(), "throttle:{"+ns+"}:lease:acct:h").Result()
+		return n == 1
+	})
+	// 1 held under the cap of 2.
+	l, err := b.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	held[2].Release()
+}
