@@ -13,6 +13,15 @@ import (
 // replica per 250 ms while it is down.
 const DefaultProbeEvery = 250 * time.Millisecond
 
+// DefaultReturnGrace is how long after Redis answers a Fallback again its
+// requests also take a lease in the local semaphore (this replica's
+// share): the other replicas return one by one, each within a probe
+// interval of Redis answering it, but go-redis re-dials a server that
+// refused its dials only once a second, so the last may return about
+// 1.25 s late. Meanwhile those still local are invisible to Redis, and the
+// share keeps the returned ones from taking their slots too.
+const DefaultReturnGrace = 1500 * time.Millisecond
+
 // FallbackOption configures NewFallback.
 type FallbackOption interface{ applyFallback(*Fallback) }
 
@@ -27,6 +36,17 @@ func (f fallbackOptionFunc) applyFallback(fb *Fallback) { f(fb) }
 // while Redis is down.
 func WithFleetSize(n int) FallbackOption {
 	return fallbackOptionFunc(func(fb *Fallback) { fb.fleetSize = n })
+}
+
+// WithReturnGrace sets how long after Redis's return requests also take a
+// local lease (see DefaultReturnGrace). If d < 0, DefaultReturnGrace is
+// used; 0 means no grace.
+func WithReturnGrace(d time.Duration) FallbackOption {
+	return fallbackOptionFunc(func(fb *Fallback) {
+		if d >= 0 {
+			fb.grace = d
+		}
+	})
 }
 
 // WithProbeEvery sets how often a Fallback probes a failed Redis. If
@@ -50,8 +70,10 @@ type Fallback struct {
 	live       func() int
 	fleetSize  int
 	probeEvery time.Duration
+	grace      time.Duration
 
 	mu        sync.Mutex
+	upAt      time.Time // when Redis last came back
 	down      bool
 	probing   bool
 	nextProbe time.Time
@@ -70,7 +92,7 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 	if live == nil {
 		live = func() int { return 0 }
 	}
-	f := &Fallback{r: r, live: live, probeEvery: DefaultProbeEvery, localHeld: map[*Lease]bool{}}
+	f := &Fallback{r: r, live: live, probeEvery: DefaultProbeEvery, grace: DefaultReturnGrace, localHeld: map[*Lease]bool{}}
 	for _, o := range opts {
 		o.applyFallback(f)
 	}
@@ -101,40 +123,74 @@ func (f *Fallback) share(c Cap) int {
 func (f *Fallback) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
 	start := time.Now()
 	if f.useRedis(ctx) {
+		if f.inGrace() {
+			return f.acquireBoth(ctx, caps, p, start, maxWait)
+		}
 		l, err := f.r.Acquire(ctx, caps, p, maxWait)
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			return l, err
 		}
 	}
-	for {
-		f.mu.Lock()
-		returned := f.returned
-		f.mu.Unlock()
-		if returned == nil {
-			// Back up before this request reached the local semaphore.
-			return f.r.Acquire(ctx, caps, p, maxWait-time.Since(start))
-		}
-		l, err := f.local.acquire(ctx, caps, p, maxWait-time.Since(start), returned)
-		if errors.Is(err, errAborted) {
-			// Redis is back: wait in its queue, with the fleet.
-			l, err = f.r.Acquire(ctx, caps, p, maxWait-time.Since(start))
-			if err == nil || !errors.Is(err, ErrUnavailable) {
-				return l, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		f.track(l)
-		if !f.Down() {
-			// Granted as Redis came back: make the shared cap count it. A
-			// failed registration sends the Fallback down again (failed),
-			// and the next probe registers it.
-			_ = f.register(ctx)
-		}
-		return l, nil
+	return f.acquireLocal(ctx, caps, p, start, maxWait)
+}
+
+// inGrace reports whether Redis came back less than the grace ago.
+func (f *Fallback) inGrace() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.upAt.IsZero() && time.Since(f.upAt) < f.grace
+}
+
+// acquireBoth takes a local lease, then the Redis lease, and holds both:
+// the grace after Redis's return.
+func (f *Fallback) acquireBoth(ctx context.Context, caps []Cap, p Priority, start time.Time, maxWait time.Duration) (*Lease, error) {
+	ll, err := f.local.Acquire(ctx, caps, p, maxWait-time.Since(start))
+	if err != nil {
+		return nil, err
 	}
+	l, err := f.r.Acquire(ctx, caps, p, maxWait-time.Since(start))
+	if err != nil {
+		ll.Release()
+		if errors.Is(err, ErrUnavailable) {
+			return f.acquireLocal(ctx, caps, p, start, maxWait)
+		}
+		return nil, err
+	}
+	l.addPart(leasePart{ll})
+	return l, nil
+}
+
+// leasePart releases a lease with another.
+type leasePart struct{ l *Lease }
+
+func (p leasePart) release() { p.l.Release() }
+
+// acquireLocal takes the leases from the local semaphore, or from Redis if
+// it returns meanwhile.
+func (f *Fallback) acquireLocal(ctx context.Context, caps []Cap, p Priority, start time.Time, maxWait time.Duration) (*Lease, error) {
+	f.mu.Lock()
+	returned := f.returned
+	f.mu.Unlock()
+	if returned == nil {
+		// Back up before this request reached the local semaphore.
+		return f.acquireBoth(ctx, caps, p, start, maxWait)
+	}
+	l, err := f.local.acquire(ctx, caps, p, maxWait-time.Since(start), returned)
+	if errors.Is(err, errAborted) {
+		// Redis is back: wait in its queue, with the fleet.
+		return f.acquireBoth(ctx, caps, p, start, maxWait)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.track(l)
+	if !f.Down() {
+		// Granted as Redis came back: make the shared cap count it. A
+		// failed registration sends the Fallback down again (failed), and
+		// the next probe registers it.
+		_ = f.register(ctx)
+	}
+	return l, nil
 }
 
 // Down reports whether the Fallback grants leases locally.
@@ -177,6 +233,7 @@ func (f *Fallback) useRedis(ctx context.Context) bool {
 		return false
 	}
 	f.down = false
+	f.upAt = time.Now()
 	close(f.returned)
 	f.returned = nil
 	f.mu.Unlock()
@@ -195,6 +252,9 @@ func (f *Fallback) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The releases and withdrawals lost in the outage first: they would hold
+	// slots and the heads of queues for a TTL.
+	f.r.flushOrphans(ctx)
 	return f.register(ctx)
 }
 

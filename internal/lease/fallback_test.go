@@ -157,6 +157,9 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 	if lo := lastOver.Load(); lo > returned.Add(2*time.Second).UnixNano() {
 		t.Fatalf("over the cap %v after the return, want back on the shared cap within 2 s", time.Duration(lo-returned.UnixNano()))
 	}
+	if p := peak[phaseReturn].Load(); p > limit*11/10 {
+		t.Fatalf("peak %d in the 2 s after the return, over 110%% of %d", p, limit)
+	}
 	if p := peak[phaseBack].Load(); p > limit {
 		t.Fatalf("peak %d from 2 s after the return, over the shared cap %d", p, limit)
 	}

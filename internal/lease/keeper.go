@@ -279,7 +279,9 @@ func (k *keeper) round() {
 	if failed {
 		// Each waiter learns of the failure from its own call.
 		k.s.hub.wakeAll()
+		return
 	}
+	k.s.flushOrphans(context.Background())
 }
 
 // renewReply is renew.lua's reply.

@@ -171,6 +171,8 @@ type Redis struct {
 
 	obsMu    sync.Mutex
 	observed map[string]observation
+
+	orphans orphans
 }
 
 // observation is the last count Observe sent for a key.
@@ -279,6 +281,8 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			if queued {
 				s.keeper.dropTicket(w)
 			}
+			// The call may have queued the ticket before it failed.
+			s.orphans.add(orphan{caps: w.caps, tid: w.tid})
 			return nil, err
 		}
 		if r.ok {
@@ -348,7 +352,9 @@ type redisPart struct {
 func (p *redisPart) release() {
 	p.s.keeper.dropLease(p)
 	p.s.background(func(ctx context.Context) {
-		_, _ = p.s.releaseCall(ctx, p.caps, p.tokens, "") // an unreleased lease expires
+		if _, err := p.s.releaseCall(ctx, p.caps, p.tokens, ""); err != nil {
+			p.s.orphans.add(orphan{caps: p.caps, tokens: p.tokens})
+		}
 	})
 }
 
@@ -371,12 +377,12 @@ func (s *Redis) background(f func(ctx context.Context)) {
 }
 
 // withdraw takes w's ticket out of the queues before Acquire returns, so
-// that no ticket is left behind; if Redis does not answer, the ticket
-// expires after the TTL.
+// that no ticket is left behind; if Redis does not answer, the withdrawal
+// is sent again once it does (see orphans), or the ticket expires.
 func (s *Redis) withdraw(ctx context.Context, w *redisWaiter) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
-	defer cancel()
-	_, _ = s.releaseCall(cctx, w.caps, nil, w.tid)
+	if _, err := s.releaseCall(ctx, w.caps, nil, w.tid); err != nil {
+		s.orphans.add(orphan{caps: w.caps, tid: w.tid})
+	}
 }
 
 // keys returns the four keys of cap key k, in lease.lua's order.
@@ -515,9 +521,15 @@ func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (ac
 	late := func(v any) {
 		// A lease booked for a caller that left goes back; a ticket it
 		// left expires after the TTL.
-		if r, err := parseAcquire(v, len(w.caps)); err == nil && r.ok {
-			s.background(func(ctx context.Context) { _, _ = s.releaseCall(ctx, w.caps, r.tokens, "") })
+		r, err := parseAcquire(v, len(w.caps))
+		if err != nil {
+			return
 		}
+		o := orphan{caps: w.caps, tid: w.tid}
+		if r.ok {
+			o = orphan{caps: w.caps, tokens: r.tokens}
+		}
+		s.orphans.add(o)
 	}
 	v, err := s.run(ctx, "acquire", acquireScript, keys, args, late)
 	if err != nil {
