@@ -175,10 +175,12 @@ type Redis struct {
 	orphans orphans
 }
 
-// observation is the last count Observe sent for a key.
+// observation is the last count Observe sent for a key, and the cap
+// Redis answered.
 type observation struct {
 	count int
 	at    time.Time
+	cap   int
 }
 
 // NewRedis returns a Redis store on rdb. It starts no goroutine until a

@@ -123,8 +123,10 @@ func TestWakeByRelease(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ca, cb, obs, count := d.make(t)
 			ns := uniqueNS(t)
-			a := newStore(t, ca, lease.WithNamespace(ns))
-			b := newStore(t, cb, lease.WithNamespace(ns))
+			// A TTL of a minute puts B's renewal rounds 20 s apart, out of
+			// the test's way: what it counts is the waiting itself.
+			a := newStore(t, ca, lease.WithNamespace(ns), lease.WithTTL(time.Minute))
+			b := newStore(t, cb, lease.WithNamespace(ns), lease.WithTTL(time.Minute))
 			caps := []lease.Cap{{Key: "acct", Rule: "twilio", Limit: 1}}
 			const rounds = 20
 			var lat []time.Duration
@@ -469,4 +471,55 @@ func TestLowerReachesTheFleet(t *testing.T) {
 	}
 	l.Release()
 	held[2].Release()
+}
+
+// TestRedisPriority: across two stores, a waiting High request goes before
+// a Normal one that arrived earlier, and a Low one last.
+func TestRedisPriority(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	obs := srv.Client(t)
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	b := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 3)
+	var done []chan result
+	for i, w := range []struct {
+		name  string
+		store *lease.Redis
+		p     lease.Priority
+	}{{"low", a, lease.Low}, {"normal", b, lease.Normal}, {"high", a, lease.High}} {
+		r := acquireAsync(w.store, caps, w.p, 10*time.Second)
+		waitFor(t, "the ticket", func() bool { return queued(t, obs, ns, "k") == int64(i+1) })
+		name := w.name
+		out := make(chan result, 1)
+		go func() {
+			res := <-r
+			order <- name
+			time.Sleep(10 * time.Millisecond)
+			if res.l != nil {
+				res.l.Release()
+			}
+			out <- res
+		}()
+		done = append(done, out)
+	}
+	h.Release()
+	for _, d := range done {
+		if r := <-d; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	close(order)
+	var got []string
+	for n := range order {
+		got = append(got, n)
+	}
+	if strings.Join(got, " ") != "high normal low" {
+		t.Fatalf("served %v, want high normal low", got)
+	}
 }
