@@ -60,7 +60,8 @@ if blocked == 0 or force then
     redis.call('ZREM', x, tid)
     -- A fence made afresh (after the key expired or Redis restarted) starts
     -- at now in µs, above every token granted before at under 1000 per ms.
-    redis.call('HSETNX', s, 'fence', now * 1000)
+    -- %d, exact below 2^53: Redis before 7 passes a Lua number with %.14g.
+    redis.call('HSETNX', s, 'fence', string.format('%d', now * 1000))
     local token = redis.call('HINCRBY', s, 'fence', 1)
     redis.call('ZADD', h, now + ttl, token)
     reply[#reply + 1] = token

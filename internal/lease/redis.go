@@ -443,6 +443,16 @@ func (s *Redis) call(ctx context.Context, op string, f func(context.Context) (an
 	ch := make(chan result, 1)
 	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned
 	s.bgMu.Lock()
+	if s.closed {
+		// Close may be waiting for s.bg: no goroutine may join it now.
+		s.bgMu.Unlock()
+		defer cancel()
+		v, err := f(cctx)
+		if err != nil {
+			return nil, s.failed(op, err)
+		}
+		return v, nil
+	}
 	s.bg.Add(1)
 	s.bgMu.Unlock()
 	go func() {

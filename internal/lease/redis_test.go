@@ -229,14 +229,20 @@ func TestClusterPublishReachesOtherNodes(t *testing.T) {
 }
 
 // TestWaitingCost measures the Redis commands per waiting request per
-// second: 50 requests of store B wait 6 s behind leases store A holds.
+// second: 50 requests of store B wait two TTLs behind leases store A
+// holds, with a TTL of 3 s and with the default 10 s.
 func TestWaitingCost(t *testing.T) {
+	for _, ttl := range []time.Duration{3 * time.Second, lease.DefaultTTL} {
+		t.Run(ttl.String(), func(t *testing.T) { testWaitingCost(t, ttl) })
+	}
+}
+
+func testWaitingCost(t *testing.T, ttl time.Duration) {
 	srv := redistest.Start(t)
 	ns := uniqueNS(t)
 	cb := srv.Client(t)
 	count := &counter{}
 	cb.AddHook(count)
-	const ttl = 3 * time.Second
 	a := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(ttl))
 	b := newStore(t, cb, lease.WithNamespace(ns), lease.WithTTL(ttl))
 	caps := []lease.Cap{{Key: "acct", Rule: "r", Limit: 5}}
@@ -262,7 +268,7 @@ func TestWaitingCost(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	statsBefore := commandCalls(t, obs)
 	before := count.n.Load()
-	const span = 6 * time.Second
+	span := 2 * ttl
 	time.Sleep(span)
 	n := count.n.Load() - before
 	statsAfter := commandCalls(t, obs)
