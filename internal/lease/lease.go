@@ -97,6 +97,7 @@ type TimeoutError struct {
 	Waited time.Duration
 }
 
+// Error names the rule and the wait.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("throttle: concurrency cap of rule %q: no lease within %v", e.Rule, e.Waited)
 }
@@ -113,6 +114,7 @@ type UnavailableError struct {
 	Err error
 }
 
+// Error names the call and its cause.
 func (e *UnavailableError) Error() string {
 	return "throttle: concurrency cap: redis " + e.Op + ": " + e.Err.Error()
 }

@@ -243,6 +243,8 @@ func TestLocalConcurrent(t *testing.T) {
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
 // TestLocalClockBackwards: after the clock jumps back an hour, a new request
 // does not overtake the one waiting since before the jump.
 func TestLocalClockBackwards(t *testing.T) {
@@ -274,4 +276,32 @@ func TestLocalClockBackwards(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	r.l.Release()
+}
+
+// TestReleaseConcurrent: Release from many goroutines at once gives the
+// lease back exactly once.
+func TestReleaseConcurrent(t *testing.T) {
+	l := lease.NewLocal()
+	caps := one("k", 2)
+	a, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Release()
+		}()
+	}
+	wg.Wait()
+	if n := l.Held("k"); n != 1 {
+		t.Fatalf("held %d after 16 releases of one of 2 leases, want 1", n)
+	}
+	b.Release()
 }

@@ -529,3 +529,60 @@ func TestRedisPriority(t *testing.T) {
 		t.Fatalf("served %v, want high normal low", got)
 	}
 }
+
+// TestCancelLeavesNothing: a request whose context ends while it waits
+// returns the context's error and leaves no ticket.
+func TestCancelLeavesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	s := newStore(t, rdb, lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := s.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, caps, lease.Normal, time.Minute)
+		errs <- err
+	}()
+	waitFor(t, "the ticket", func() bool { return queued(t, rdb, ns, "k") == 1 })
+	cancel()
+	if err := <-errs; !errorsIs(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if n := queued(t, rdb, ns, "k"); n != 0 {
+		t.Fatalf("%d tickets left", n)
+	}
+	h.Release()
+}
+
+// TestLostWhileRedisDown: without a Fallback, a lease whose renewals fail
+// for a TTL (Redis killed) is reported lost, and an Acquire fails with an
+// *UnavailableError.
+func TestLostWhileRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	s := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(300*time.Millisecond), lease.WithCallTimeout(100*time.Millisecond))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 2}}
+	l, err := s.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	killed := time.Now()
+	select {
+	case <-l.Lost():
+		t.Logf("lost %v after the kill (TTL 300ms)", time.Since(killed))
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost not closed while Redis was down")
+	}
+	_, err = s.Acquire(context.Background(), caps, lease.Normal, time.Second)
+	var ue *lease.UnavailableError
+	if !errorsAs(err, &ue) || !errorsIs(err, lease.ErrUnavailable) {
+		t.Fatalf("err %v, want an UnavailableError", err)
+	}
+	l.Release()
+}
