@@ -42,8 +42,9 @@ var errReply = errors.New("throttle: concurrency cap: unexpected reply from Redi
 const (
 	// DefaultTTL is how long a lease or ticket lives unrenewed: a crashed
 	// process's leases free their slots at most this long after its last
-	// renewal. Renewals run every TTL/3, so two may fail (a 3 s stall)
-	// before a live lease is lost.
+	// renewal. Renewals run every TTL/3, so a live lease survives two
+	// failed rounds (a stall of 6.6 s); it is reported lost at the first
+	// failed round a TTL or more after its last renewal.
 	DefaultTTL = 10 * time.Second
 	// DefaultCallTimeout bounds each Redis call: long enough for a healthy
 	// Redis under load (calls take well under 1 ms), short enough that a
