@@ -167,3 +167,49 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 		t.Fatal("no progress in some phase")
 	}
 }
+
+// TestFallbackShare: with Redis down from the start, the local semaphore
+// admits ceil(Limit / live) per replica; with live unknown (0), the
+// WithFleetSize default; with neither, the whole Limit.
+func TestFallbackShare(t *testing.T) {
+	srv := redistest.Start(t)
+	addr := srv.Addr()
+	srv.Kill()
+	for _, tc := range []struct {
+		name  string
+		live  int
+		fleet int
+		want  int
+	}{
+		{"ceil of limit over live", 3, 0, 4},
+		{"one replica", 1, 0, 10},
+		{"unknown live, fleet size", 0, 4, 3},
+		{"unknown live, no fleet size", 0, 0, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := srv.Options()
+			opt.Addr = addr
+			r := newStore(t, srv.ClientWith(t, opt), lease.WithNamespace(uniqueNS(t)), lease.WithCallTimeout(100*time.Millisecond))
+			f := lease.NewFallback(r, func() int { return tc.live }, lease.WithFleetSize(tc.fleet))
+			caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 10}}
+			var held []*lease.Lease
+			for i := range tc.want {
+				l, err := f.Acquire(context.Background(), caps, lease.Normal, 0)
+				if err != nil {
+					t.Fatalf("lease %d of %d: %v", i+1, tc.want, err)
+				}
+				held = append(held, l)
+			}
+			_, err := f.Acquire(context.Background(), caps, lease.Normal, 0)
+			if !errorsAs(err, new(*lease.TimeoutError)) {
+				t.Fatalf("lease %d: err %v, want a TimeoutError", tc.want+1, err)
+			}
+			if !f.Down() {
+				t.Fatal("the Fallback is not down")
+			}
+			for _, l := range held {
+				l.Release()
+			}
+		})
+	}
+}

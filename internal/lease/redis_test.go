@@ -586,3 +586,28 @@ func TestLostWhileRedisDown(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestRenewManyCaps: a store holding leases under 300 keys (two renewal
+// calls a round) keeps every one alive past several TTLs.
+func TestRenewManyCaps(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	s := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(300*time.Millisecond))
+	var held []*lease.Lease
+	for i := range 300 {
+		l, err := s.Acquire(context.Background(), []lease.Cap{{Key: "k" + strconv.Itoa(i), Rule: "r", Limit: 1}}, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	time.Sleep(time.Second)
+	for i, l := range held {
+		select {
+		case <-l.Lost():
+			t.Fatalf("lease %d lost", i)
+		default:
+		}
+		l.Release()
+	}
+}
