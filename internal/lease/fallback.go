@@ -96,7 +96,8 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 	for _, o := range opts {
 		o.applyFallback(f)
 	}
-	f.local = NewLocal(WithLocalAging(r.aging))
+	f.local = NewLocal(WithLocalAging(r.aging), WithLocalClimb(r.climb))
+	f.local.observeTTL = r.observeTTL
 	f.local.limit = f.share
 	r.onError = f.failed
 	return f
@@ -200,12 +201,29 @@ func (f *Fallback) Down() bool {
 	return f.down
 }
 
-// Lower is Redis.Lower.
-func (f *Fallback) Lower(ctx context.Context, c Cap) (int, error) { return f.r.Lower(ctx, c) }
+// Lower is Redis.Lower while Redis answers, and Local.Lower on the local
+// semaphore while it does not (the refusal then lowers this replica's
+// share, counted against its local holders).
+func (f *Fallback) Lower(ctx context.Context, c Cap) (int, error) {
+	if !f.Down() {
+		n, err := f.r.Lower(ctx, c)
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			return n, err
+		}
+	}
+	return f.local.Lower(ctx, c)
+}
 
-// Observe is Redis.Observe.
+// Observe is Redis.Observe while Redis answers, and Local.Observe on the
+// local semaphore while it does not.
 func (f *Fallback) Observe(ctx context.Context, c Cap, serverCount int) (int, error) {
-	return f.r.Observe(ctx, c, serverCount)
+	if !f.Down() {
+		n, err := f.r.Observe(ctx, c, serverCount)
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			return n, err
+		}
+	}
+	return f.local.Observe(ctx, c, serverCount)
 }
 
 // useRedis reports whether a request should go to Redis: always while it

@@ -27,6 +27,10 @@ type Local struct {
 	// last is the latest arrival: a clock that jumps backwards does not
 	// let a new request overtake the waiters that came before it.
 	last time.Time
+	// adapt holds the keys whose cap Lower or Observe changed (adaptive.go).
+	adapt      map[string]*adaptive
+	climb      time.Duration
+	observeTTL time.Duration
 }
 
 // localKey is one cap key's state.
@@ -73,7 +77,11 @@ func WithLocalAging(d time.Duration) LocalOption {
 
 // NewLocal returns an empty local store.
 func NewLocal(opts ...LocalOption) *Local {
-	l := &Local{clk: systemClock{}, aging: DefaultAging, limit: func(c Cap) int { return c.Limit }, keys: map[string]*localKey{}}
+	l := &Local{
+		clk: systemClock{}, aging: DefaultAging, limit: func(c Cap) int { return c.Limit },
+		keys: map[string]*localKey{}, adapt: map[string]*adaptive{},
+		climb: DefaultClimb, observeTTL: DefaultObserveTTL,
+	}
 	for _, o := range opts {
 		o.applyLocal(l)
 	}
@@ -130,14 +138,36 @@ func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	timer := l.clk.NewTimer(maxWait)
 	defer timer.Stop()
 	var err error
-	select {
-	case <-w.ready:
-		return l.lease(caps), nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-abort:
-		err = errAborted
-	case <-timer.C():
+wait:
+	for {
+		// A lowered cap climbs with time alone: the waiter looks again
+		// when the cap of one of its keys next changes.
+		var change <-chan time.Time
+		l.mu.Lock()
+		next, ok := l.nextChange(caps)
+		l.mu.Unlock()
+		var ct clockTimer
+		if ok {
+			ct = l.clk.NewTimer(max(next.Sub(l.clk.Now()), time.Nanosecond))
+			change = ct.C()
+		}
+		select {
+		case <-w.ready:
+			stopTimer(ct)
+			return l.lease(caps), nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-abort:
+			err = errAborted
+		case <-timer.C():
+		case <-change:
+			l.mu.Lock()
+			l.dispatch(caps)
+			l.mu.Unlock()
+			continue
+		}
+		stopTimer(ct)
+		break wait
 	}
 	l.mu.Lock()
 	if w.granted {
@@ -225,7 +255,7 @@ func (l *Local) eligible(w *localWaiter) bool {
 func (l *Local) blocking(w *localWaiter) string {
 	for _, c := range w.caps {
 		k := l.keys[c.Key]
-		free := l.limit(c) - k.held
+		free := l.capOf(c) - k.held
 		if k.rank(w) >= free {
 			return c.Rule
 		}
@@ -268,7 +298,7 @@ func (l *Local) dispatch(caps []Cap) {
 			if k == nil {
 				continue
 			}
-			for i := 0; i < len(k.waiters) && i < l.limit(c)-k.held; i++ {
+			for i := 0; i < len(k.waiters) && i < l.capOf(c)-k.held; i++ {
 				w := k.waiters[i]
 				if l.eligible(w) {
 					l.grant(w)

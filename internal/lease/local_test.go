@@ -305,3 +305,48 @@ func TestReleaseConcurrent(t *testing.T) {
 	}
 	b.Release()
 }
+
+// TestLocalAdaptive: Lower drops the cap below the holders and it climbs
+// back by one per period, waking a waiter with no release; Observe
+// subtracts others' requests until its view fades.
+func TestLocalAdaptive(t *testing.T) {
+	clk := fakeclock.New(t0)
+	l := lease.NewLocal(lease.WithClock(clk), lease.WithLocalClimb(2*time.Second))
+	c := lease.Cap{Key: "acct", Rule: "twilio", Limit: 5}
+	var held []*lease.Lease
+	for range 4 {
+		h, err := l.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	if got, _ := l.Lower(context.Background(), c); got != 3 {
+		t.Fatalf("Lower = %d, want 3", got)
+	}
+	held[0].Release()
+	held[1].Release() // 2 held, cap 3
+	h, err := l.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := acquireAsync(l, []lease.Cap{c}, lease.Normal, time.Minute)
+	clk.WaitTimers(2) // maxWait and the climb
+	clk.Advance(2 * time.Second)
+	res := <-r
+	if res.err != nil {
+		t.Fatalf("not admitted by the climb: %v", res.err)
+	}
+	res.l.Release()
+	h.Release()
+	held[2].Release()
+	held[3].Release()
+
+	if got, _ := l.Observe(context.Background(), c, 4); got != 1 {
+		t.Fatalf("Observe with 4 others = %d, want 1", got)
+	}
+	clk.Advance(lease.DefaultObserveTTL)
+	if got, _ := l.Observe(context.Background(), c, 0); got != 5 {
+		t.Fatalf("cap %d after the view faded and the climb ended, want 5", got)
+	}
+}
