@@ -212,16 +212,25 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 // Close stops the store's background work: the renewal loop (the leases
 // still held then are no longer renewed and expire after the TTL), the
 // pub/sub connection and pending releases, which it waits for (each
-// bounded by the call timeout). Acquire fails with ErrClosed afterwards.
+// bounded by the call timeout). Waiting requests withdraw their tickets and
+// fail with ErrClosed, as does every Acquire afterwards.
 // It does not close the client. Close is idempotent.
 func (s *Redis) Close() error {
 	s.bgMu.Lock()
 	s.closed = true
 	s.bgMu.Unlock()
+	s.hub.wakeAll() // waiters withdraw their tickets and fail with ErrClosed
 	s.keeper.close()
 	s.hub.close()
 	s.bg.Wait()
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Redis) isClosed() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	return s.closed
 }
 
 // redisWaiter is one Acquire on Redis, waiting or about to.
@@ -254,10 +263,7 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.bgMu.Lock()
-	closed := s.closed
-	s.bgMu.Unlock()
-	if closed {
+	if s.isClosed() {
 		return nil, ErrClosed
 	}
 	start := time.Now()
@@ -317,8 +323,19 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			}
 		}
 		s.keeper.netIn(r.net)
+		if s.isClosed() {
+			// Closed after Close woke the waiters: nobody will wake this one.
+			s.keeper.dropTicket(w)
+			s.withdraw(ctx, w)
+			return nil, ErrClosed
+		}
 		select {
 		case <-w.wake:
+			if s.isClosed() {
+				s.keeper.dropTicket(w)
+				s.withdraw(ctx, w)
+				return nil, ErrClosed
+			}
 			continue
 		case <-timeout:
 			s.keeper.dropTicket(w)

@@ -611,3 +611,33 @@ func TestRenewManyCaps(t *testing.T) {
 		l.Release()
 	}
 }
+
+// TestCloseEndsWaits: Close wakes a waiting request, which withdraws its
+// ticket and fails with ErrClosed.
+func TestCloseEndsWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	a := newStore(t, rdb, lease.WithNamespace(ns))
+	b := lease.NewRedis(srv.Client(t), lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := acquireAsync(b, caps, lease.Normal, time.Minute)
+	waitFor(t, "the ticket", func() bool { return queued(t, rdb, ns, "k") == 1 })
+	_ = b.Close()
+	select {
+	case res := <-r:
+		if !errorsIs(res.err, lease.ErrClosed) {
+			t.Fatalf("err %v, want ErrClosed", res.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close left a request waiting")
+	}
+	if n := queued(t, rdb, ns, "k"); n != 0 {
+		t.Fatalf("%d tickets left", n)
+	}
+	h.Release()
+}
