@@ -161,6 +161,9 @@ func (k *keeper) loop() {
 		k.mu.Unlock()
 		last = time.Now()
 		k.round()
+		// Channels nobody waited on since the last round: a busy store
+		// would otherwise stay subscribed to every key it ever waited on.
+		k.s.hub.unsubscribeIdle()
 	}
 }
 
