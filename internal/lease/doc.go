@@ -93,8 +93,7 @@
 // of requests in flight on the account (Twilio-Concurrent-Requests): what
 // exceeds the fleet's own holders is someone else's use, subtracted from
 // the Limit for DefaultObserveTTL (5 s), after which the view fades. Both
-// live in Redis, for every replica. The Local store runs the same model in
-// process, and the Fallback's local semaphore takes both while Redis is
-// down (a refusal then lowers this replica's share, counted against its
-// local holders).
+// live in Redis, for every replica. While Redis is down the Fallback runs
+// the same model on its local semaphore (a refusal then lowers this
+// replica's share, counted against its local holders).
 package lease

@@ -96,7 +96,7 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 	for _, o := range opts {
 		o.applyFallback(f)
 	}
-	f.local = NewLocal(WithLocalAging(r.aging), WithLocalClimb(r.climb))
+	f.local = NewLocal(WithLocalAging(r.aging), withLocalClimb(r.climb))
 	f.local.observeTTL = r.observeTTL
 	f.local.limit = f.share
 	r.onError = f.failed
@@ -201,7 +201,7 @@ func (f *Fallback) Down() bool {
 	return f.down
 }
 
-// Lower is Redis.Lower while Redis answers, and Local.Lower on the local
+// Lower is Redis.Lower while Redis answers, and the same model on the local
 // semaphore while it does not (the refusal then lowers this replica's
 // share, counted against its local holders).
 func (f *Fallback) Lower(ctx context.Context, c Cap) (int, error) {
@@ -211,10 +211,10 @@ func (f *Fallback) Lower(ctx context.Context, c Cap) (int, error) {
 			return n, err
 		}
 	}
-	return f.local.Lower(ctx, c)
+	return f.local.lower(ctx, c)
 }
 
-// Observe is Redis.Observe while Redis answers, and Local.Observe on the
+// Observe is Redis.Observe while Redis answers, and the same model on the
 // local semaphore while it does not.
 func (f *Fallback) Observe(ctx context.Context, c Cap, serverCount int) (int, error) {
 	if !f.Down() {
@@ -223,7 +223,7 @@ func (f *Fallback) Observe(ctx context.Context, c Cap, serverCount int) (int, er
 			return n, err
 		}
 	}
-	return f.local.Observe(ctx, c, serverCount)
+	return f.local.observe(ctx, c, serverCount)
 }
 
 // useRedis reports whether a request should go to Redis: always while it

@@ -79,9 +79,9 @@ func (l *Local) nextChange(caps []Cap) (time.Time, bool) {
 	return next, found
 }
 
-// WithLocalClimb sets the Local store's climb period (see Local.Lower). If
+// withLocalClimb sets the Local store's climb period (see Local.lower). If
 // d ≤ 0, DefaultClimb is used.
-func WithLocalClimb(d time.Duration) LocalOption {
+func withLocalClimb(d time.Duration) LocalOption {
 	return localOptionFunc(func(l *Local) {
 		if d > 0 {
 			l.climb = d
@@ -89,11 +89,14 @@ func WithLocalClimb(d time.Duration) LocalOption {
 	})
 }
 
-// Lower is Redis.Lower for this process alone: the cap of c.Key drops to
+// lower is Redis.Lower for this process alone: the cap of c.Key drops to
 // its holders minus one (floor 1, never above the cap in force) and climbs
-// back by one per climb period (WithLocalClimb). It returns the cap after
-// the call; the error is always nil.
-func (l *Local) Lower(_ context.Context, c Cap) (int, error) {
+// back by one per climb period (withLocalClimb). It returns the cap after
+// the call; the error is always nil. The Fallback's local semaphore takes
+// refusals with it while Redis is down. It is not exported: the root
+// adapts the caps of the stores that have Lower and Observe, and whether
+// a Transport without Redis should is the root's decision.
+func (l *Local) lower(_ context.Context, c Cap) (int, error) {
 	if err := checkCaps([]Cap{c}); err != nil {
 		return 0, err
 	}
@@ -113,11 +116,11 @@ func (l *Local) Lower(_ context.Context, c Cap) (int, error) {
 	return l.capOf(c), nil
 }
 
-// Observe is Redis.Observe for this process alone: of the server's count
+// observe is Redis.Observe for this process alone: of the server's count
 // of requests in flight, those beyond this key's holders are others', and
 // for DefaultObserveTTL the cap is c.Limit minus them (floor 1). It
 // returns the cap after the call; the error is always nil.
-func (l *Local) Observe(_ context.Context, c Cap, serverCount int) (int, error) {
+func (l *Local) observe(_ context.Context, c Cap, serverCount int) (int, error) {
 	if err := checkCaps([]Cap{c}); err != nil {
 		return 0, err
 	}
