@@ -55,9 +55,11 @@
 // at the timeout) sends the Fallback down: new requests, and the waiters
 // (woken so that their next call fails), take leases from a local
 // semaphore whose limit is this replica's share, ceil(Limit / live
-// replicas), live replicas from the caller's func() int; when that returns
-// 0 or less, the WithFleetSize default; when that is not set either, the
-// whole Limit (availability first: a fleet of N may then admit N × Limit).
+// replicas) when that many shares stay within 110 % of the Limit, else
+// floor(Limit / live replicas), at least 1; live replicas from the
+// caller's func() int; when that returns 0 or less, the WithFleetSize
+// default; when that is not set either, the whole Limit (availability
+// first: a fleet of N may then admit N × Limit).
 // The Redis leases still held at the switch count against the local
 // semaphore until released, so a replica that held more than its share
 // admits nothing new until it is back under it.
@@ -73,11 +75,12 @@
 // (its share) as well as the Redis one: the other replicas, still local
 // and invisible to Redis, return one by one within about a second.
 //
-// So a fleet at its cap stays within it while Redis is down when the
-// shares sum to it (Limit a multiple of the live count; otherwise within
-// live − 1 of it), plus the excess of a replica that held more than its
-// share at the switch, until those requests finish; and it is back on the
-// shared cap one probe interval after Redis answers each replica.
+// So a fleet at its cap stays within 110 % of it while Redis is down (at
+// the price of using as little as Limit − live + 1 of it when the shares
+// are floored; not at all when there are more replicas than Limit), plus
+// the excess of a replica that held more than its share at the switch,
+// until those requests finish; and it is back on the shared cap one probe
+// interval after Redis answers each replica.
 //
 // Every store of a fleet must use the same namespace, TTL, aging step and
 // climb period: the scripts take them from each caller.

@@ -103,9 +103,13 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 	return f
 }
 
-// share returns this replica's share of c while Redis is down:
-// ceil(Limit / replicas), replicas being live(), or the fleet size when
-// live() ≤ 0, or 1 when neither is known.
+// share returns this replica's share of c while Redis is down, for n
+// replicas: live(), or the fleet size when live() ≤ 0, or 1 when neither
+// is known. It is ceil(Limit / n) when n such shares stay within 110 % of
+// the Limit, else floor(Limit / n): without a rank among the replicas each
+// takes the same share, and ceil(10 / 4) = 3 would let 4 replicas admit
+// 12. It is never below 1, so with more replicas than Limit the fleet may
+// admit one request per replica.
 func (f *Fallback) share(c Cap) int {
 	n := f.live()
 	if n <= 0 {
@@ -114,7 +118,11 @@ func (f *Fallback) share(c Cap) int {
 	if n <= 1 {
 		return c.Limit
 	}
-	return (c.Limit + n - 1) / n
+	ceil := (c.Limit + n - 1) / n
+	if ceil*n*10 <= c.Limit*11 {
+		return ceil
+	}
+	return max(1, c.Limit/n)
 }
 
 // Acquire takes the leases from Redis while it answers, else from the

@@ -22,31 +22,34 @@ const (
 )
 
 // TestRedisOutageFallback: a fleet of 4 replicas runs 32 workers against a
-// cap of 20. Redis is killed for 2 s and restarted empty, or paused
+// cap of 20 (or 10). Redis is killed for 2 s and restarted empty, or paused
 // (SIGSTOP) for 2 s and resumed. No Acquire fails; while Redis is down the
 // fleet stays within 110 % of the cap; every replica is back on Redis, and
 // the fleet on the shared cap, within 2 s of Redis's return.
 func TestRedisOutageFallback(t *testing.T) {
 	for _, o := range []struct {
 		name       string
+		limit      int
 		stop, back func(*redistest.Server)
 	}{
-		{"kill", (*redistest.Server).Kill, (*redistest.Server).Restart},
-		{"pause", (*redistest.Server).Pause, (*redistest.Server).Resume},
+		{"kill", 20, (*redistest.Server).Kill, (*redistest.Server).Restart},
+		{"pause", 20, (*redistest.Server).Pause, (*redistest.Server).Resume},
+		// ceil(10/4) = 3 a replica would be 12 of 10: the shares are floored.
+		{"kill, cap 10", 10, (*redistest.Server).Kill, (*redistest.Server).Restart},
 	} {
-		t.Run(o.name, func(t *testing.T) { testOutage(t, o.stop, o.back) })
+		t.Run(o.name, func(t *testing.T) { testOutage(t, o.limit, o.stop, o.back) })
 	}
 }
 
-func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
+func testOutage(t *testing.T, limit int, stop, back func(*redistest.Server)) {
 	srv := redistest.Start(t)
 	ns := uniqueNS(t)
 	const (
 		replicas = 4
 		workers  = 8 // per replica
-		limit    = 20
 	)
 	caps := []lease.Cap{{Key: "acct", Rule: "twilio", Limit: limit}}
+	capN := int64(limit)
 	var fleet []*lease.Fallback
 	for range replicas {
 		opt := srv.Options()
@@ -86,7 +89,7 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 					ph := phase.Load()
 					n := inFlight.Add(1)
 					grants[ph].Add(1)
-					if n > limit {
+					if n > capN {
 						lastOver.Store(time.Now().UnixNano())
 					}
 					for {
@@ -145,10 +148,10 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 	if downSeen != replicas {
 		t.Fatalf("%d of %d replicas noticed the outage", downSeen, replicas)
 	}
-	if p := peak[phaseUp].Load(); p > limit {
+	if p := peak[phaseUp].Load(); p > capN {
 		t.Fatalf("peak %d before the outage, over the cap %d", p, limit)
 	}
-	if p := peak[phaseDown].Load(); p > limit*11/10 {
+	if p := peak[phaseDown].Load(); p > capN*11/10 {
 		t.Fatalf("peak %d while Redis was down, over 110%% of %d", p, limit)
 	}
 	if allBack > 2*time.Second {
@@ -157,10 +160,10 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 	if lo := lastOver.Load(); lo > returned.Add(2*time.Second).UnixNano() {
 		t.Fatalf("over the cap %v after the return, want back on the shared cap within 2 s", time.Duration(lo-returned.UnixNano()))
 	}
-	if p := peak[phaseReturn].Load(); p > limit*11/10 {
+	if p := peak[phaseReturn].Load(); p > capN*11/10 {
 		t.Fatalf("peak %d in the 2 s after the return, over 110%% of %d", p, limit)
 	}
-	if p := peak[phaseBack].Load(); p > limit {
+	if p := peak[phaseBack].Load(); p > capN {
 		t.Fatalf("peak %d from 2 s after the return, over the shared cap %d", p, limit)
 	}
 	if grants[phaseDown].Load() == 0 || grants[phaseBack].Load() == 0 {
@@ -169,29 +172,36 @@ func testOutage(t *testing.T, stop, back func(*redistest.Server)) {
 }
 
 // TestFallbackShare: with Redis down from the start, the local semaphore
-// admits ceil(Limit / live) per replica; with live unknown (0), the
-// WithFleetSize default; with neither, the whole Limit.
+// admits ceil(Limit / live) per replica, or floor(Limit / live) when the
+// ceiling would let the fleet pass 110 % of the Limit, at least 1; with
+// live unknown (0), the WithFleetSize default stands for live; with
+// neither, the whole Limit.
 func TestFallbackShare(t *testing.T) {
 	srv := redistest.Start(t)
 	addr := srv.Addr()
 	srv.Kill()
 	for _, tc := range []struct {
 		name  string
+		limit int
 		live  int
 		fleet int
 		want  int
 	}{
-		{"ceil of limit over live", 3, 0, 4},
-		{"one replica", 1, 0, 10},
-		{"unknown live, fleet size", 0, 4, 3},
-		{"unknown live, no fleet size", 0, 0, 10},
+		{"even", 10, 5, 0, 2},
+		{"ceil within 110 %", 20, 3, 0, 7},  // 3 × 7 = 21 ≤ 22
+		{"floored past 110 %", 10, 3, 0, 3}, // ceil 4: 3 × 4 = 12 > 11
+		{"floored past 110 %, four", 10, 4, 0, 2},
+		{"one replica", 10, 1, 0, 10},
+		{"more replicas than limit", 10, 20, 0, 1},
+		{"unknown live, fleet size", 10, 0, 4, 2},
+		{"unknown live, no fleet size", 10, 0, 0, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := srv.Options()
 			opt.Addr = addr
 			r := newStore(t, srv.ClientWith(t, opt), lease.WithNamespace(uniqueNS(t)), lease.WithCallTimeout(100*time.Millisecond))
 			f := lease.NewFallback(r, func() int { return tc.live }, lease.WithFleetSize(tc.fleet))
-			caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 10}}
+			caps := []lease.Cap{{Key: "k", Rule: "r", Limit: tc.limit}}
 			var held []*lease.Lease
 			for i := range tc.want {
 				l, err := f.Acquire(context.Background(), caps, lease.Normal, 0)
