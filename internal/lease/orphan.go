@@ -45,13 +45,19 @@ func (os *orphans) take() []orphan {
 	return l
 }
 
-// flushOrphans sends the orphans' releases again; those that fail again
-// stay orphans. The renewal loop calls it after each successful round, the
-// Fallback at its probe.
+// flushOrphans sends the orphans' releases again. At the first failure it
+// stops, keeping that orphan and the rest for the next flush: a Redis that
+// fails again must not hold the caller for a call timeout per orphan. The
+// renewal loop calls it after each successful round, the Fallback at its
+// probe.
 func (s *Redis) flushOrphans(ctx context.Context) {
-	for _, o := range s.orphans.take() {
+	list := s.orphans.take()
+	for i, o := range list {
 		if _, err := s.releaseCall(ctx, o.caps, o.tokens, o.tid); err != nil {
-			s.orphans.add(o)
+			for _, rest := range list[i:] {
+				s.orphans.add(rest)
+			}
+			return
 		}
 	}
 }
