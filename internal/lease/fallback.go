@@ -127,8 +127,8 @@ func (f *Fallback) share(c Cap) int {
 
 // Acquire takes the leases from Redis while it answers, else from the
 // local semaphore (see Store). A Redis failure during the wait moves the
-// request to the local semaphore for the rest of its maxWait; it never
-// fails a request.
+// request to the local semaphore for the rest of its maxWait: it fails
+// only as the local store does (maxWait, ctx), never for Redis's sake.
 func (f *Fallback) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
 	start := time.Now()
 	if f.useRedis(ctx) {
