@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -640,4 +641,69 @@ func TestCloseEndsWaits(t *testing.T) {
 		t.Fatalf("%d tickets left", n)
 	}
 	h.Release()
+}
+
+// TestMultiCapUnderLoad: two stores' 24 workers take leases in cap a, cap
+// b or both, at random; no cap is ever exceeded, and every request is
+// served (no deadlock between the all-or-none requests and the single
+// ones, no lost wake-up), on one node and on a cluster.
+func TestMultiCapUnderLoad(t *testing.T) {
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			ca, cb, _, _ := d.make(t)
+			ns := uniqueNS(t)
+			stores := []*lease.Redis{newStore(t, ca, lease.WithNamespace(ns)), newStore(t, cb, lease.WithNamespace(ns))}
+			a, b := lease.Cap{Key: "a", Rule: "ra", Limit: 3}, lease.Cap{Key: "b", Rule: "rb", Limit: 2}
+			choices := [][]lease.Cap{{a}, {b}, {a, b}, {b, a}}
+			var inA, inB atomic.Int64
+			var over atomic.Int64
+			var served atomic.Int64
+			errs := make(chan error, 24)
+			deadline := time.Now().Add(2 * time.Second)
+			var wg sync.WaitGroup
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := stores[i%2]
+					for n := 0; time.Now().Before(deadline); n++ {
+						caps := choices[(i+n)%len(choices)]
+						l, err := s.Acquire(context.Background(), caps, lease.Priority(n%3-1), 10*time.Second)
+						if err != nil {
+							errs <- err
+							return
+						}
+						for _, c := range caps {
+							ctr := &inA
+							if c.Key == "b" {
+								ctr = &inB
+							}
+							if ctr.Add(1) > int64(c.Limit) {
+								over.Add(1)
+							}
+						}
+						time.Sleep(time.Millisecond)
+						for _, c := range caps {
+							if c.Key == "a" {
+								inA.Add(-1)
+							} else {
+								inB.Add(-1)
+							}
+						}
+						l.Release()
+						served.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d requests served in 2 s", d.name, served.Load())
+			if n := over.Load(); n != 0 {
+				t.Fatalf("a cap was exceeded %d times", n)
+			}
+		})
+	}
 }
