@@ -23,14 +23,15 @@ func (s *Redis) Lower(ctx context.Context, c Cap) (int, error) {
 // the requests beyond this key's holders are someone else's use of the
 // account, and for the observe TTL (WithObserveTTL) the effective cap is
 // c.Limit minus them (floor 1). It returns the effective cap after the
-// call. A count equal to the last one sent for the key less than 250 ms
-// ago costs no call: Observe then returns the cap that call returned.
+// call. A store sends at most one count per key per 250 ms: a header on
+// every response would otherwise cost a call per response. Observe drops
+// the counts in between and returns the cap the last call returned.
 func (s *Redis) Observe(ctx context.Context, c Cap, serverCount int) (int, error) {
 	now := time.Now()
 	s.obsMu.Lock()
 	last, ok := s.observed[c.Key]
 	s.obsMu.Unlock()
-	if ok && last.count == serverCount && now.Sub(last.at) < observeEvery {
+	if ok && now.Sub(last.at) < observeEvery {
 		return last.cap, nil
 	}
 	n, err := s.lowerCall(ctx, c, "observe", serverCount)
@@ -41,7 +42,7 @@ func (s *Redis) Observe(ctx context.Context, c Cap, serverCount int) (int, error
 	if len(s.observed) >= 4096 {
 		clear(s.observed) // a cache, not a record: forgetting costs one call
 	}
-	s.observed[c.Key] = observation{count: serverCount, at: now, cap: n}
+	s.observed[c.Key] = observation{at: now, cap: n}
 	s.obsMu.Unlock()
 	return n, nil
 }

@@ -64,8 +64,9 @@ const (
 	// call never runs long inside Redis.
 	maxCapsPerRenewal = 256
 	// observeEvery is the least interval between two Observe calls of one
-	// key that carry the same count: a steady header costs no command per
-	// response.
+	// key: a header on every response costs at most 4 calls a second per
+	// key and store, and a change in others' use reaches the fleet within
+	// 250 ms.
 	observeEvery = 250 * time.Millisecond
 )
 
@@ -176,12 +177,11 @@ type Redis struct {
 	orphans orphans
 }
 
-// observation is the last count Observe sent for a key, and the cap
+// observation is when Observe last sent a count for a key, and the cap
 // Redis answered.
 type observation struct {
-	count int
-	at    time.Time
-	cap   int
+	at  time.Time
+	cap int
 }
 
 // NewRedis returns a Redis store on rdb. It starts no goroutine until a
