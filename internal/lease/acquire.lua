@@ -60,9 +60,12 @@ if blocked == 0 or force then
     redis.call('ZREM', x, tid)
     -- A fence made afresh (after the key expired or Redis restarted) starts
     -- at now in µs, above every token granted before at under 1000 per ms.
-    redis.call('HSETNX', s, 'fence', now * 1000)
+    -- Written with %d (exact below 2^53), so that the fence and the holder
+    -- members are plain decimal integers, as Go formats the tokens it
+    -- sends back, whatever format a Redis version gives a Lua number.
+    redis.call('HSETNX', s, 'fence', string.format('%d', now * 1000))
     local token = redis.call('HINCRBY', s, 'fence', 1)
-    redis.call('ZADD', h, now + ttl, token)
+    redis.call('ZADD', h, now + ttl, string.format('%d', token))
     reply[#reply + 1] = token
   end
 else

@@ -22,23 +22,29 @@ func (s *Redis) Lower(ctx context.Context, c Cap) (int, error) {
 // in flight the server reported (Twilio's Twilio-Concurrent-Requests):
 // the requests beyond this key's holders are someone else's use of the
 // account, and for the observe TTL (WithObserveTTL) the effective cap is
-// c.Limit minus them (floor 1). A count equal to the last one sent for the
-// key less than 250 ms ago costs no call; it then returns 0 and nil. It
-// returns the effective cap after the call.
+// c.Limit minus them (floor 1). It returns the effective cap after the
+// call. A store sends at most one count per key per 250 ms: a header on
+// every response would otherwise cost a call per response. Observe drops
+// the counts in between and returns the cap the last call returned.
 func (s *Redis) Observe(ctx context.Context, c Cap, serverCount int) (int, error) {
 	now := time.Now()
 	s.obsMu.Lock()
 	last, ok := s.observed[c.Key]
-	if ok && last.count == serverCount && now.Sub(last.at) < observeEvery {
-		s.obsMu.Unlock()
-		return 0, nil
+	s.obsMu.Unlock()
+	if ok && now.Sub(last.at) < observeEvery {
+		return last.cap, nil
 	}
-	s.observed[c.Key] = observation{count: serverCount, at: now}
-	if len(s.observed) > 4096 {
+	n, err := s.lowerCall(ctx, c, "observe", serverCount)
+	if err != nil {
+		return 0, err
+	}
+	s.obsMu.Lock()
+	if len(s.observed) >= 4096 {
 		clear(s.observed) // a cache, not a record: forgetting costs one call
 	}
+	s.observed[c.Key] = observation{at: now, cap: n}
 	s.obsMu.Unlock()
-	return s.lowerCall(ctx, c, "observe", serverCount)
+	return n, nil
 }
 
 // lowerCall runs lower.lua.
@@ -48,7 +54,7 @@ func (s *Redis) lowerCall(ctx context.Context, c Cap, op string, count int) (int
 	}
 	k := s.keys(c.Key)
 	args := []any{s.nowArg(), s.climb.Milliseconds(), s.keep(), c.Limit, s.channel(c.Key), op, count, s.observeTTL.Milliseconds()}
-	v, err := s.run(ctx, op, lowerScript, k[:], args)
+	v, err := s.run(ctx, op, lowerScript, k[:], args, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -49,24 +49,41 @@
 //
 // # Fallback while Redis is down
 //
-// The first failed Redis call (an error or the per-call timeout,
-// DefaultCallTimeout) sends the Fallback down: new requests, and waiters
-// whose next call fails, take leases from a local semaphore whose limit is
-// this replica's share, ceil(Limit / live replicas), live replicas from
-// the caller's func() int; when that is 0 or less, the WithFleetSize
+// The first failed Redis call (an error, or no answer within the per-call
+// timeout, DefaultCallTimeout; a client that ignores context deadlines, as
+// go-redis does by default, is guarded so that a stalled Redis still fails
+// at the timeout) sends the Fallback down: new requests, and the waiters
+// (woken so that their next call fails), take leases from a local
+// semaphore whose limit is this replica's share, ceil(Limit / live
+// replicas) when that many shares stay within 110 % of the Limit, else
+// floor(Limit / live replicas), at least 1; live replicas from the
+// caller's func() int; when that returns 0 or less, the WithFleetSize
 // default; when that is not set either, the whole Limit (availability
-// first: a fleet of N may then admit N × Limit). The Redis leases still
-// held at the switch count against the local semaphore until released, so
-// a replica that held more than its share admits nothing new until it is
-// back under it. Every DefaultProbeEvery (250 ms) one request PINGs Redis;
-// when it answers, every lease the local semaphore still counts is
-// registered in Redis as a holder, forced past the cap, and released there
-// too, and only then do new requests go to Redis: the shared cap counts
-// the local leaseholders until they finish, so the fleet is back on the
-// shared cap one probe interval after Redis's return. A fleet at its cap
-// stays within its cap while down when the replicas' shares sum to it
-// (Limit a multiple of the live count), plus the excess of a replica that
-// held more than its share at the switch, until its requests finish.
+// first: a fleet of N may then admit N × Limit).
+// The Redis leases still held at the switch count against the local
+// semaphore until released, so a replica that held more than its share
+// admits nothing new until it is back under it.
+//
+// Every DefaultProbeEvery (250 ms) one request PINGs Redis. When it
+// answers, the Fallback first sends again the releases and withdrawals the
+// outage swallowed (a stalled Redis still holds the slots and the queue
+// places of the requests in flight at the stall), then registers in Redis
+// every lease the local semaphore still counts, as a holder forced past
+// the cap and released there too, and only then sends new requests to
+// Redis; local waiters leave the local semaphore for the Redis queue. For
+// DefaultReturnGrace (1.5 s) after the return a request takes a local lease
+// (its share) as well as the Redis one: the other replicas, still local
+// and invisible to Redis, return one by one within about a second.
+//
+// So a fleet at its cap stays within 110 % of it while Redis is down (at
+// the price of using as little as Limit − live + 1 of it when the shares
+// are floored; not at all when there are more replicas than Limit), plus
+// the excess of a replica that held more than its share at the switch,
+// until those requests finish; and it is back on the shared cap one probe
+// interval after Redis answers each replica.
+//
+// Every store of a fleet must use the same namespace, TTL, aging step and
+// climb period: the scripts take them from each caller.
 //
 // # Adaptive cap
 //
@@ -79,5 +96,7 @@
 // of requests in flight on the account (Twilio-Concurrent-Requests): what
 // exceeds the fleet's own holders is someone else's use, subtracted from
 // the Limit for DefaultObserveTTL (5 s), after which the view fades. Both
-// live in Redis, for every replica.
+// live in Redis, for every replica. While Redis is down the Fallback runs
+// the same model on its local semaphore (a refusal then lowers this
+// replica's share, counted against its local holders).
 package lease

@@ -33,6 +33,7 @@ type hub struct {
 
 	mu      sync.Mutex
 	closed  bool
+	closing chan struct{} // closed by close
 	chans   map[string]*hubChan
 	tickets map[string]*redisWaiter
 }
@@ -47,7 +48,7 @@ type hubChan struct {
 }
 
 func newHub(s *Redis) *hub {
-	return &hub{s: s, chans: map[string]*hubChan{}, tickets: map[string]*redisWaiter{}}
+	return &hub{s: s, closing: make(chan struct{}), chans: map[string]*hubChan{}, tickets: map[string]*redisWaiter{}}
 }
 
 // add registers w's ticket and references its channels.
@@ -110,6 +111,8 @@ func (h *hub) subscribe(ctx context.Context, w *redisWaiter) (fresh bool) {
 		select {
 		case <-r:
 		case <-cctx.Done():
+			return fresh
+		case <-h.closing:
 			return fresh
 		}
 	}
@@ -237,7 +240,10 @@ func (h *hub) unsubscribeIdle() {
 func (h *hub) close() {
 	h.subMu.Lock()
 	h.mu.Lock()
-	h.closed = true
+	if !h.closed {
+		h.closed = true
+		close(h.closing)
+	}
 	ps, done := h.ps, h.done
 	h.ps = nil
 	h.mu.Unlock()

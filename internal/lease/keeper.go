@@ -161,6 +161,9 @@ func (k *keeper) loop() {
 		k.mu.Unlock()
 		last = time.Now()
 		k.round()
+		// Channels nobody waited on since the last round: a busy store
+		// would otherwise stay subscribed to every key it ever waited on.
+		k.s.hub.unsubscribeIdle()
 	}
 }
 
@@ -279,7 +282,9 @@ func (k *keeper) round() {
 	if failed {
 		// Each waiter learns of the failure from its own call.
 		k.s.hub.wakeAll()
+		return
 	}
+	k.s.flushOrphans(context.Background())
 }
 
 // renewReply is renew.lua's reply.
@@ -309,7 +314,7 @@ func (s *Redis) renewCall(groups []*renewGroup) (renewReply, error) {
 			args = append(args, w.tid)
 		}
 	}
-	v, err := s.run(context.Background(), "renew", renewScript, keys, args)
+	v, err := s.run(context.Background(), "renew", renewScript, keys, args, nil)
 	if err != nil {
 		return renewReply{}, err
 	}

@@ -97,6 +97,7 @@ type TimeoutError struct {
 	Waited time.Duration
 }
 
+// Error names the rule and the wait.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("throttle: concurrency cap of rule %q: no lease within %v", e.Rule, e.Waited)
 }
@@ -113,6 +114,7 @@ type UnavailableError struct {
 	Err error
 }
 
+// Error names the call and its cause.
 func (e *UnavailableError) Error() string {
 	return "throttle: concurrency cap: redis " + e.Op + ": " + e.Err.Error()
 }
@@ -184,8 +186,11 @@ func (l *Lease) Release() {
 
 // Lost returns a channel closed when the lease expired unrenewed (the Redis
 // store could not renew it within its TTL, or Redis no longer knows its
-// token): another request may then hold the slot. A local lease is never
-// lost. The channel is not closed by Release.
+// token): another request may then hold the slot. A lease of the Local
+// store is never lost; a Fallback lease taken locally can be once it was
+// registered in Redis (see the package doc), as can a Redis lease held
+// through an outage even though the local semaphore still counts it. The
+// channel is not closed by Release.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Tokens returns the fencing tokens of a Redis lease, one per cap in the

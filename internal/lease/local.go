@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -23,6 +24,13 @@ type Local struct {
 	mu   sync.Mutex
 	keys map[string]*localKey
 	seq  uint64
+	// last is the latest arrival: a clock that jumps backwards does not
+	// let a new request overtake the waiters that came before it.
+	last time.Time
+	// adapt holds the keys whose cap Lower or Observe changed (adaptive.go).
+	adapt      map[string]*adaptive
+	climb      time.Duration
+	observeTTL time.Duration
 }
 
 // localKey is one cap key's state.
@@ -69,7 +77,11 @@ func WithLocalAging(d time.Duration) LocalOption {
 
 // NewLocal returns an empty local store.
 func NewLocal(opts ...LocalOption) *Local {
-	l := &Local{clk: systemClock{}, aging: DefaultAging, limit: func(c Cap) int { return c.Limit }, keys: map[string]*localKey{}}
+	l := &Local{
+		clk: systemClock{}, aging: DefaultAging, limit: func(c Cap) int { return c.Limit },
+		keys: map[string]*localKey{}, adapt: map[string]*adaptive{},
+		climb: DefaultClimb, observeTTL: DefaultObserveTTL,
+	}
 	for _, o := range opts {
 		o.applyLocal(l)
 	}
@@ -80,6 +92,16 @@ func NewLocal(opts ...LocalOption) *Local {
 // It fails with ctx's error when ctx ends first, and with a *TimeoutError
 // when maxWait passes first (at once when maxWait ≤ 0).
 func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
+	return l.acquire(ctx, caps, p, maxWait, nil)
+}
+
+// errAborted ends a local wait whose abort channel closed: the Fallback's
+// Redis came back, and the request should wait there instead.
+var errAborted = errors.New("throttle: concurrency cap: local wait aborted")
+
+// acquire is Acquire, ended with errAborted when abort closes first (a
+// nil abort never does).
+func (l *Local) acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration, abort <-chan struct{}) (*Lease, error) {
 	if err := checkCaps(caps); err != nil {
 		return nil, err
 	}
@@ -88,9 +110,13 @@ func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	}
 	caps = append([]Cap(nil), caps...)
 	start := l.clk.Now()
-	w := &localWaiter{caps: caps, score: start.UnixNano() - int64(p.clamp())*int64(l.aging), ready: make(chan struct{})}
+	w := &localWaiter{caps: caps, ready: make(chan struct{})}
 
 	l.mu.Lock()
+	if start.After(l.last) {
+		l.last = start
+	}
+	w.score = l.last.UnixNano() - int64(p.clamp())*int64(l.aging)
 	l.seq++
 	w.seq = l.seq
 	for _, c := range caps {
@@ -112,12 +138,36 @@ func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	timer := l.clk.NewTimer(maxWait)
 	defer timer.Stop()
 	var err error
-	select {
-	case <-w.ready:
-		return l.lease(caps), nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer.C():
+wait:
+	for {
+		// A lowered cap climbs with time alone: the waiter looks again
+		// when the cap of one of its keys next changes.
+		var change <-chan time.Time
+		l.mu.Lock()
+		next, ok := l.nextChange(caps)
+		l.mu.Unlock()
+		var ct clockTimer
+		if ok {
+			ct = l.clk.NewTimer(max(next.Sub(l.clk.Now()), time.Nanosecond))
+			change = ct.C()
+		}
+		select {
+		case <-w.ready:
+			stopTimer(ct)
+			return l.lease(caps), nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-abort:
+			err = errAborted
+		case <-timer.C():
+		case <-change:
+			l.mu.Lock()
+			l.dispatch(caps)
+			l.mu.Unlock()
+			continue
+		}
+		stopTimer(ct)
+		break wait
 	}
 	l.mu.Lock()
 	if w.granted {
@@ -128,7 +178,7 @@ func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 		if err != nil {
 			return nil, err
 		}
-		return nil, &TimeoutError{Rule: caps[0].Rule, Waited: l.clk.Now().Sub(start)}
+		return nil, &TimeoutError{Rule: caps[0].Rule, Waited: max(0, l.clk.Now().Sub(start))}
 	}
 	blocked := l.blocking(w)
 	l.remove(w)
@@ -136,7 +186,7 @@ func (l *Local) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	if err != nil {
 		return nil, err
 	}
-	return nil, &TimeoutError{Rule: blocked, Waited: l.clk.Now().Sub(start)}
+	return nil, &TimeoutError{Rule: blocked, Waited: max(0, l.clk.Now().Sub(start))}
 }
 
 // Held returns the leases held under key, for tests and metrics.
@@ -205,7 +255,7 @@ func (l *Local) eligible(w *localWaiter) bool {
 func (l *Local) blocking(w *localWaiter) string {
 	for _, c := range w.caps {
 		k := l.keys[c.Key]
-		free := l.limit(c) - k.held
+		free := l.capOf(c) - k.held
 		if k.rank(w) >= free {
 			return c.Rule
 		}
@@ -248,7 +298,7 @@ func (l *Local) dispatch(caps []Cap) {
 			if k == nil {
 				continue
 			}
-			for i := 0; i < len(k.waiters) && i < l.limit(c)-k.held; i++ {
+			for i := 0; i < len(k.waiters) && i < l.capOf(c)-k.held; i++ {
 				w := k.waiters[i]
 				if l.eligible(w) {
 					l.grant(w)

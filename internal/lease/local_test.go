@@ -28,18 +28,6 @@ func acquireAsync(s lease.Store, caps []lease.Cap, p lease.Priority, maxWait tim
 	return ch
 }
 
-// waitHeld waits until the local store holds n leases under key.
-func waitHeld(t *testing.T, l *lease.Local, key string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Held(key) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("held %d under %q, want %d", l.Held(key), key, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func one(key string, limit int) []lease.Cap {
 	return []lease.Cap{{Key: key, Rule: "r-" + key, Limit: limit}}
 }
@@ -72,11 +60,9 @@ func TestLocalOrder(t *testing.T) {
 			}
 			got := make(chan string, len(tc.arrivals))
 			var wg sync.WaitGroup
-			var results []chan result
 			for i, a := range tc.arrivals {
 				clk.Advance(a.after)
 				r := acquireAsync(l, caps, a.p, time.Hour)
-				results = append(results, r)
 				clk.WaitTimers(i + 1) // queued
 				wg.Add(1)
 				go func(name string, r chan result) {
@@ -193,7 +179,9 @@ func TestLocalWaitEnds(t *testing.T) {
 		r := acquireAsync(l, caps, lease.Low, time.Hour)
 		clk.WaitTimers(2)
 		cancel()
-		<-ch
+		if err := <-ch; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
 		h.Release()
 		res := <-r
 		if res.err != nil {
@@ -254,3 +242,66 @@ func TestLocalConcurrent(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestLocalClockBackwards: after the clock jumps back an hour, a new request
+// does not overtake the one waiting since before the jump.
+func TestLocalClockBackwards(t *testing.T) {
+	clk := fakeclock.New(t0)
+	l := lease.NewLocal(lease.WithClock(clk))
+	caps := one("k", 1)
+	h, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := acquireAsync(l, caps, lease.Normal, time.Hour)
+	clk.WaitTimers(1)
+	clk.Set(t0.Add(-time.Hour))
+	late := acquireAsync(l, caps, lease.Normal, time.Hour)
+	clk.WaitTimers(2)
+	h.Release()
+	r := <-old
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	select {
+	case <-late:
+		t.Fatal("the request that came after the jump was served first")
+	default:
+	}
+	r.l.Release()
+	r = <-late
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release()
+}
+
+// TestReleaseConcurrent: Release from many goroutines at once gives the
+// lease back exactly once.
+func TestReleaseConcurrent(t *testing.T) {
+	l := lease.NewLocal()
+	caps := one("k", 2)
+	a, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Release()
+		}()
+	}
+	wg.Wait()
+	if n := l.Held("k"); n != 1 {
+		t.Fatalf("held %d after 16 releases of one of 2 leases, want 1", n)
+	}
+	b.Release()
+}

@@ -42,8 +42,9 @@ var errReply = errors.New("throttle: concurrency cap: unexpected reply from Redi
 const (
 	// DefaultTTL is how long a lease or ticket lives unrenewed: a crashed
 	// process's leases free their slots at most this long after its last
-	// renewal. Renewals run every TTL/3, so two may fail (a 3 s stall)
-	// before a live lease is lost.
+	// renewal. Renewals run every TTL/3, so a live lease survives two
+	// failed rounds (a stall of 6.6 s); it is reported lost at the first
+	// failed round a TTL or more after its last renewal.
 	DefaultTTL = 10 * time.Second
 	// DefaultCallTimeout bounds each Redis call: long enough for a healthy
 	// Redis under load (calls take well under 1 ms), short enough that a
@@ -63,8 +64,9 @@ const (
 	// call never runs long inside Redis.
 	maxCapsPerRenewal = 256
 	// observeEvery is the least interval between two Observe calls of one
-	// key that carry the same count: a steady header costs no command per
-	// response.
+	// key: a header on every response costs at most 4 calls a second per
+	// key and store, and a change in others' use reaches the fleet within
+	// 250 ms.
 	observeEvery = 250 * time.Millisecond
 )
 
@@ -153,6 +155,9 @@ type Redis struct {
 	observeTTL  time.Duration
 	now         func() time.Time // nil: Redis's TIME
 
+	// guard is set when the client ignores context deadlines (see call).
+	guard bool
+
 	// onError, when set (by the Fallback), hears of every failed call.
 	onError func(error)
 
@@ -168,12 +173,15 @@ type Redis struct {
 
 	obsMu    sync.Mutex
 	observed map[string]observation
+
+	orphans orphans
 }
 
-// observation is the last count Observe sent for a key.
+// observation is when Observe last sent a count for a key, and the cap
+// Redis answered.
 type observation struct {
-	count int
-	at    time.Time
+	at  time.Time
+	cap int
 }
 
 // NewRedis returns a Redis store on rdb. It starts no goroutine until a
@@ -195,6 +203,7 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o.applyRedis(s)
 	}
+	s.guard = !honoursDeadlines(rdb)
 	s.hub = newHub(s)
 	s.keeper = newKeeper(s)
 	return s
@@ -203,16 +212,25 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 // Close stops the store's background work: the renewal loop (the leases
 // still held then are no longer renewed and expire after the TTL), the
 // pub/sub connection and pending releases, which it waits for (each
-// bounded by the call timeout). Acquire fails with ErrClosed afterwards.
+// bounded by the call timeout). Waiting requests withdraw their tickets and
+// fail with ErrClosed, as does every Acquire afterwards.
 // It does not close the client. Close is idempotent.
 func (s *Redis) Close() error {
 	s.bgMu.Lock()
 	s.closed = true
 	s.bgMu.Unlock()
+	s.hub.wakeAll() // waiters withdraw their tickets and fail with ErrClosed
 	s.keeper.close()
 	s.hub.close()
 	s.bg.Wait()
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Redis) isClosed() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	return s.closed
 }
 
 // redisWaiter is one Acquire on Redis, waiting or about to.
@@ -245,10 +263,7 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.bgMu.Lock()
-	closed := s.closed
-	s.bgMu.Unlock()
-	if closed {
+	if s.isClosed() {
 		return nil, ErrClosed
 	}
 	start := time.Now()
@@ -275,6 +290,8 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			if queued {
 				s.keeper.dropTicket(w)
 			}
+			// The call may have queued the ticket before it failed.
+			s.orphans.add(orphan{caps: w.caps, tid: w.tid})
 			return nil, err
 		}
 		if r.ok {
@@ -306,8 +323,19 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			}
 		}
 		s.keeper.netIn(r.net)
+		if s.isClosed() {
+			// Closed after Close woke the waiters: nobody will wake this one.
+			s.keeper.dropTicket(w)
+			s.withdraw(ctx, w)
+			return nil, ErrClosed
+		}
 		select {
 		case <-w.wake:
+			if s.isClosed() {
+				s.keeper.dropTicket(w)
+				s.withdraw(ctx, w)
+				return nil, ErrClosed
+			}
 			continue
 		case <-timeout:
 			s.keeper.dropTicket(w)
@@ -344,7 +372,9 @@ type redisPart struct {
 func (p *redisPart) release() {
 	p.s.keeper.dropLease(p)
 	p.s.background(func(ctx context.Context) {
-		_, _ = p.s.releaseCall(ctx, p.caps, p.tokens, "") // an unreleased lease expires
+		if _, err := p.s.releaseCall(ctx, p.caps, p.tokens, ""); err != nil {
+			p.s.orphans.add(orphan{caps: p.caps, tokens: p.tokens})
+		}
 	})
 }
 
@@ -367,12 +397,12 @@ func (s *Redis) background(f func(ctx context.Context)) {
 }
 
 // withdraw takes w's ticket out of the queues before Acquire returns, so
-// that no ticket is left behind; if Redis does not answer, the ticket
-// expires after the TTL.
+// that no ticket is left behind; if Redis does not answer, the withdrawal
+// is sent again once it does (see orphans), or the ticket expires.
 func (s *Redis) withdraw(ctx context.Context, w *redisWaiter) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
-	defer cancel()
-	_, _ = s.releaseCall(cctx, w.caps, nil, w.tid)
+	if _, err := s.releaseCall(ctx, w.caps, nil, w.tid); err != nil {
+		s.orphans.add(orphan{caps: w.caps, tid: w.tid})
+	}
 }
 
 // keys returns the four keys of cap key k, in lease.lua's order.
@@ -397,15 +427,91 @@ func (s *Redis) nowArg() string {
 func (s *Redis) keep() int64 { return max(6*s.ttl, time.Minute).Milliseconds() }
 
 // run runs script with the call timeout, reporting failures as
-// *UnavailableError (and to onError).
-func (s *Redis) run(ctx context.Context, op string, script *redis.Script, keys []string, args []any) (any, error) {
+// *UnavailableError (and to onError). late, if not nil, gets the reply of
+// a call the caller gave up on (see call).
+func (s *Redis) run(ctx context.Context, op string, script *redis.Script, keys []string, args []any, late func(any)) (any, error) {
+	return s.call(ctx, op, func(ctx context.Context) (any, error) {
+		return script.Run(ctx, s.rdb, keys, args...).Result()
+	}, late)
+}
+
+// errCallTimeout is the cause of a call the guard gave up on.
+var errCallTimeout = errors.New("call timed out")
+
+// call runs f with a context bounded by the call timeout. A client that
+// ignores context deadlines (ContextTimeoutEnabled unset, go-redis's
+// default) would hold the caller for its own read timeout, 3 s by default,
+// while Redis is stalled: then f runs on a goroutine of its own, which the
+// caller leaves at the call timeout; f's late reply, if any, goes to late
+// (an acquire booked for nobody is released), and Close waits for it.
+func (s *Redis) call(ctx context.Context, op string, f func(context.Context) (any, error), late func(any)) (any, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout)
-	defer cancel()
-	v, err := script.Run(cctx, s.rdb, keys, args...).Result()
-	if err != nil {
-		return nil, s.failed(op, err)
+	if !s.guard {
+		defer cancel()
+		v, err := f(cctx)
+		if err != nil {
+			return nil, s.failed(op, err)
+		}
+		return v, nil
 	}
-	return v, nil
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1)
+	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned
+	s.bgMu.Lock()
+	if s.closed {
+		// Close may be waiting for s.bg: no goroutine may join it now.
+		s.bgMu.Unlock()
+		defer cancel()
+		v, err := f(cctx)
+		if err != nil {
+			return nil, s.failed(op, err)
+		}
+		return v, nil
+	}
+	s.bg.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		defer cancel()
+		v, err := f(cctx)
+		if state.CompareAndSwap(0, 1) {
+			ch <- result{v, err}
+			return
+		}
+		if err == nil && late != nil {
+			late(v)
+		}
+	}()
+	timer := time.NewTimer(s.callTimeout)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-ch:
+	case <-timer.C:
+		if state.CompareAndSwap(0, 2) {
+			return nil, s.failed(op, errCallTimeout)
+		}
+		r = <-ch
+	}
+	if r.err != nil {
+		return nil, s.failed(op, r.err)
+	}
+	return r.v, nil
+}
+
+// honoursDeadlines reports whether rdb's calls end at their context's
+// deadline.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // failed wraps err and tells onError.
@@ -442,7 +548,20 @@ func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (ac
 		keys = append(keys, k[:]...)
 		args = append(args, c.Limit, w.channels[i])
 	}
-	v, err := s.run(ctx, "acquire", acquireScript, keys, args)
+	late := func(v any) {
+		// A lease booked for a caller that left goes back; a ticket it
+		// left expires after the TTL.
+		r, err := parseAcquire(v, len(w.caps))
+		if err != nil {
+			return
+		}
+		o := orphan{caps: w.caps, tid: w.tid}
+		if r.ok {
+			o = orphan{caps: w.caps, tokens: r.tokens}
+		}
+		s.orphans.add(o)
+	}
+	v, err := s.run(ctx, "acquire", acquireScript, keys, args, late)
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -504,7 +623,7 @@ func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid
 		}
 		args = append(args, c.Limit, s.channel(c.Key), tok)
 	}
-	v, err := s.run(ctx, "release", releaseScript, keys, args)
+	v, err := s.run(ctx, "release", releaseScript, keys, args, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -2,10 +2,10 @@ package lease_test
 
 import (
 	"context"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,8 +124,10 @@ func TestWakeByRelease(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ca, cb, obs, count := d.make(t)
 			ns := uniqueNS(t)
-			a := newStore(t, ca, lease.WithNamespace(ns))
-			b := newStore(t, cb, lease.WithNamespace(ns))
+			// A TTL of a minute puts B's renewal rounds 20 s apart, out of
+			// the test's way: what it counts is the waiting itself.
+			a := newStore(t, ca, lease.WithNamespace(ns), lease.WithTTL(time.Minute))
+			b := newStore(t, cb, lease.WithNamespace(ns), lease.WithTTL(time.Minute))
 			caps := []lease.Cap{{Key: "acct", Rule: "twilio", Limit: 1}}
 			const rounds = 20
 			var lat []time.Duration
@@ -228,14 +230,20 @@ func TestClusterPublishReachesOtherNodes(t *testing.T) {
 }
 
 // TestWaitingCost measures the Redis commands per waiting request per
-// second: 50 requests of store B wait 6 s behind leases store A holds.
+// second: 50 requests of store B wait two TTLs behind leases store A
+// holds, with a TTL of 3 s and with the default 10 s.
 func TestWaitingCost(t *testing.T) {
+	for _, ttl := range []time.Duration{3 * time.Second, lease.DefaultTTL} {
+		t.Run(ttl.String(), func(t *testing.T) { testWaitingCost(t, ttl) })
+	}
+}
+
+func testWaitingCost(t *testing.T, ttl time.Duration) {
 	srv := redistest.Start(t)
 	ns := uniqueNS(t)
 	cb := srv.Client(t)
 	count := &counter{}
 	cb.AddHook(count)
-	const ttl = 3 * time.Second
 	a := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(ttl))
 	b := newStore(t, cb, lease.WithNamespace(ns), lease.WithTTL(ttl))
 	caps := []lease.Cap{{Key: "acct", Rule: "r", Limit: 5}}
@@ -261,7 +269,7 @@ func TestWaitingCost(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	statsBefore := commandCalls(t, obs)
 	before := count.n.Load()
-	const span = 6 * time.Second
+	span := 2 * ttl
 	time.Sleep(span)
 	n := count.n.Load() - before
 	statsAfter := commandCalls(t, obs)
@@ -378,13 +386,324 @@ func TestRedisTimeoutLeavesNothing(t *testing.T) {
 	h.Release()
 }
 
-// freeAddr returns a loopback address nobody listens on.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// TestResubscribeWakes: store B's connections are dropped (through a
+// proxy that then holds traffic) and a release goes out while B is not
+// subscribed, so its message reaches nobody; once traffic flows, go-redis
+// resubscribes and the confirmation wakes the waiter, long before the next
+// renewal round (TTL 30 s: every 10 s).
+func TestResubscribeWakes(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	ns := uniqueNS(t)
+	obs := srv.Client(t)
+	opt := srv.Options()
+	opt.Addr = proxy.Addr()
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(30*time.Second))
+	b := newStore(t, srv.ClientWith(t, opt), lease.WithNamespace(ns), lease.WithTTL(30*time.Second), lease.WithCallTimeout(5*time.Second))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	for i := range 3 {
+		h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := acquireAsync(b, caps, lease.Normal, 20*time.Second)
+		waitFor(t, "the ticket", func() bool { return queued(t, obs, ns, "k") == 1 })
+		waitFor(t, "the subscription", func() bool { return subscribers(t, obs, ns, "k") == 1 })
+		proxy.Block()
+		proxy.CloseAll()
+		waitFor(t, "the subscriber gone", func() bool { return subscribers(t, obs, ns, "k") == 0 })
+		h.Release()
+		waitFor(t, "the release", func() bool {
+			n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:k:h").Result()
+			return n == 0
+		})
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-w:
+			t.Fatalf("round %d: woken while cut off", i)
+		default:
+		}
+		unblocked := time.Now()
+		proxy.Unblock()
+		select {
+		case r := <-w:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			t.Logf("round %d: woken %v after traffic resumed; the release's message had reached nobody", i, time.Since(unblocked))
+			r.l.Release()
+		case <-time.After(3 * time.Second):
+			t.Fatalf("round %d: not woken within 3 s of the reconnect", i)
+		}
+		waitFor(t, "an empty cap", func() bool {
+			n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:k:h").Result()
+			return n == 0
+		})
+	}
+}
+
+// TestLowerReachesTheFleet: a refusal reported by one store lowers the cap
+// for another store's requests.
+func TestLowerReachesTheFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	b := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	c := lease.Cap{Key: "acct", Rule: "twilio", Limit: 10}
+	var held []*lease.Lease
+	for range 3 {
+		l, err := a.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	got, err := a.Lower(context.Background(), c)
+	if err != nil || got != 2 {
+		t.Fatalf("Lower = %d, %v; want 2", got, err)
+	}
+	if _, err := b.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0); !errorsAs(err, new(*lease.TimeoutError)) {
+		t.Fatalf("another store acquired under the lowered cap: %v", err)
+	}
+	held[0].Release()
+	held[1].Release()
+	waitFor(t, "the releases", func() bool {
+		n, _ := srv.Client(t).ZCard(context.Background(), "throttle:{"+ns+"}:lease:acct:h").Result()
+		return n == 1
+	})
+	// 1 held under the cap of 2.
+	l, err := b.Acquire(context.Background(), []lease.Cap{c}, lease.Normal, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	l.Release()
+	held[2].Release()
+}
+
+// TestRedisPriority: across two stores, a waiting High request goes before
+// a Normal one that arrived earlier, and a Low one last.
+func TestRedisPriority(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	obs := srv.Client(t)
+	a := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	b := newStore(t, srv.Client(t), lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 3)
+	var done []chan result
+	for i, w := range []struct {
+		name  string
+		store *lease.Redis
+		p     lease.Priority
+	}{{"low", a, lease.Low}, {"normal", b, lease.Normal}, {"high", a, lease.High}} {
+		r := acquireAsync(w.store, caps, w.p, 10*time.Second)
+		waitFor(t, "the ticket", func() bool { return queued(t, obs, ns, "k") == int64(i+1) })
+		name := w.name
+		out := make(chan result, 1)
+		go func() {
+			res := <-r
+			order <- name
+			time.Sleep(10 * time.Millisecond)
+			if res.l != nil {
+				res.l.Release()
+			}
+			out <- res
+		}()
+		done = append(done, out)
+	}
+	h.Release()
+	for _, d := range done {
+		if r := <-d; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	close(order)
+	var got []string
+	for n := range order {
+		got = append(got, n)
+	}
+	if strings.Join(got, " ") != "high normal low" {
+		t.Fatalf("served %v, want high normal low", got)
+	}
+}
+
+// TestCancelLeavesNothing: a request whose context ends while it waits
+// returns the context's error and leaves no ticket.
+func TestCancelLeavesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	s := newStore(t, rdb, lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := s.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, caps, lease.Normal, time.Minute)
+		errs <- err
+	}()
+	waitFor(t, "the ticket", func() bool { return queued(t, rdb, ns, "k") == 1 })
+	cancel()
+	if err := <-errs; !errorsIs(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if n := queued(t, rdb, ns, "k"); n != 0 {
+		t.Fatalf("%d tickets left", n)
+	}
+	h.Release()
+}
+
+// TestLostWhileRedisDown: without a Fallback, a lease whose renewals fail
+// for a TTL (Redis killed) is reported lost, and an Acquire fails with an
+// *UnavailableError.
+func TestLostWhileRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	s := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(300*time.Millisecond), lease.WithCallTimeout(100*time.Millisecond))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 2}}
+	l, err := s.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	killed := time.Now()
+	select {
+	case <-l.Lost():
+		t.Logf("lost %v after the kill (TTL 300ms)", time.Since(killed))
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost not closed while Redis was down")
+	}
+	_, err = s.Acquire(context.Background(), caps, lease.Normal, time.Second)
+	var ue *lease.UnavailableError
+	if !errorsAs(err, &ue) || !errorsIs(err, lease.ErrUnavailable) {
+		t.Fatalf("err %v, want an UnavailableError", err)
+	}
+	l.Release()
+}
+
+// TestRenewManyCaps: a store holding leases under 300 keys (two renewal
+// calls a round) keeps every one alive past several TTLs.
+func TestRenewManyCaps(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	s := newStore(t, srv.Client(t), lease.WithNamespace(ns), lease.WithTTL(300*time.Millisecond))
+	var held []*lease.Lease
+	for i := range 300 {
+		l, err := s.Acquire(context.Background(), []lease.Cap{{Key: "k" + strconv.Itoa(i), Rule: "r", Limit: 1}}, lease.Normal, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	time.Sleep(time.Second)
+	for i, l := range held {
+		select {
+		case <-l.Lost():
+			t.Fatalf("lease %d lost", i)
+		default:
+		}
+		l.Release()
+	}
+}
+
+// TestCloseEndsWaits: Close wakes a waiting request, which withdraws its
+// ticket and fails with ErrClosed.
+func TestCloseEndsWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := uniqueNS(t)
+	rdb := srv.Client(t)
+	a := newStore(t, rdb, lease.WithNamespace(ns))
+	b := lease.NewRedis(srv.Client(t), lease.WithNamespace(ns))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 1}}
+	h, err := a.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := acquireAsync(b, caps, lease.Normal, time.Minute)
+	waitFor(t, "the ticket", func() bool { return queued(t, rdb, ns, "k") == 1 })
+	_ = b.Close()
+	select {
+	case res := <-r:
+		if !errorsIs(res.err, lease.ErrClosed) {
+			t.Fatalf("err %v, want ErrClosed", res.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close left a request waiting")
+	}
+	if n := queued(t, rdb, ns, "k"); n != 0 {
+		t.Fatalf("%d tickets left", n)
+	}
+	h.Release()
+}
+
+// TestMultiCapUnderLoad: two stores' 24 workers take leases in cap a, cap
+// b or both, at random; no cap is ever exceeded, and every request is
+// served (no deadlock between the all-or-none requests and the single
+// ones, no lost wake-up), on one node and on a cluster.
+func TestMultiCapUnderLoad(t *testing.T) {
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			ca, cb, _, _ := d.make(t)
+			ns := uniqueNS(t)
+			stores := []*lease.Redis{newStore(t, ca, lease.WithNamespace(ns)), newStore(t, cb, lease.WithNamespace(ns))}
+			a, b := lease.Cap{Key: "a", Rule: "ra", Limit: 3}, lease.Cap{Key: "b", Rule: "rb", Limit: 2}
+			choices := [][]lease.Cap{{a}, {b}, {a, b}, {b, a}}
+			var inA, inB atomic.Int64
+			var over atomic.Int64
+			var served atomic.Int64
+			errs := make(chan error, 24)
+			deadline := time.Now().Add(2 * time.Second)
+			var wg sync.WaitGroup
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := stores[i%2]
+					for n := 0; time.Now().Before(deadline); n++ {
+						caps := choices[(i+n)%len(choices)]
+						l, err := s.Acquire(context.Background(), caps, lease.Priority(n%3-1), 10*time.Second)
+						if err != nil {
+							errs <- err
+							return
+						}
+						for _, c := range caps {
+							ctr := &inA
+							if c.Key == "b" {
+								ctr = &inB
+							}
+							if ctr.Add(1) > int64(c.Limit) {
+								over.Add(1)
+							}
+						}
+						time.Sleep(time.Millisecond)
+						for _, c := range caps {
+							if c.Key == "a" {
+								inA.Add(-1)
+							} else {
+								inB.Add(-1)
+							}
+						}
+						l.Release()
+						served.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d requests served in 2 s", d.name, served.Load())
+			if n := over.Load(); n != 0 {
+				t.Fatalf("a cap was exceeded %d times", n)
+			}
+		})
+	}
 }
