@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Limit is a rate: Rate requests (or units of cost) per Period, with bursts of
@@ -38,6 +40,12 @@ type Rule struct {
 
 	// Limit is the quota.
 	Limit Limit
+
+	// Algorithm is how the quota is counted (see [Algorithm]). The zero
+	// Algorithm is LeakyBucket. A window algorithm (FixedWindow,
+	// SlidingLog, SlidingCounter) takes Limit.Burst 0; the others need a
+	// Burst of at least 1.
+	Algorithm Algorithm
 
 	// Match selects the requests the rule applies to. The zero Match
 	// matches every request.
@@ -134,7 +142,8 @@ func hostMatches(pattern, host string) bool {
 type compiledRule struct {
 	Rule
 	leakyBucket
-	headroom float64
+	headroom  float64
+	algorithm store.Algorithm
 }
 
 // compileRules validates rules and works out their bucket parameters.
@@ -156,8 +165,9 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			return nil, bad("Limit.Rate", fmt.Sprintf("must be > 0, got %d", r.Limit.Rate))
 		case r.Limit.Period <= 0:
 			return nil, bad("Limit.Period", fmt.Sprintf("must be > 0, got %v", r.Limit.Period))
-		case r.Limit.Burst < 1:
-			return nil, bad("Limit.Burst", fmt.Sprintf("must be >= 1, got %d", r.Limit.Burst))
+		}
+		if err := checkAlgorithm(&r, bad); err != nil {
+			return nil, err
 		}
 		if r.Match.Path != "" {
 			if _, err := path.Match(r.Match.Path, ""); err != nil {
@@ -165,11 +175,11 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			}
 		}
 		seen[r.Name] = true
-		lb := newLeakyBucket(r.Limit, headroom)
+		lb := newBucket(r.Algorithm, r.Limit, headroom)
 		if lb.interval <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom})
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: r.Algorithm.storeAlgorithm()})
 	}
 	return out, nil
 }

@@ -16,14 +16,27 @@
 --            negative one books nothing and only reports the wait.
 -- ARGV[a+2]  floor: the earliest departure in µs after now (0 unless the
 --            request's buckets are split over several calls).
--- ARGV[a+5i-2] … ARGV[a+5i+2]   bucket i's rule interval in µs (≥ 1),
+-- ARGV[a+8i-5] … ARGV[a+8i+2]   bucket i's rule interval in µs (≥ 1),
 --            burst, cost (1 ≤ cost ≤ burst), lateness tolerance in µs
---            (≥ 0), and the units of cost this replica sent in the bucket
+--            (≥ 0), the units of cost this replica sent in the bucket
 --            since it last reported them (≥ 0), added to the bucket's count
---            while it is counted (see bucket.lua) and the request booked.
+--            while it is counted (see bucket.lua) and the request booked;
+--            its algorithm's code (see window.lua), and for the window
+--            algorithms the window in µs and the fixed window's anchor in
+--            µs (0 for the others). For a window algorithm the burst is
+--            the quota per window and the lateness is not used: a window
+--            bucket is booked at the departure, never deferred.
+--
+-- A request of leaky and token buckets departs at the latest of their
+-- earliest times. A window bucket's earliest time depends on the time
+-- asked (its window may be full then, and the next have room), so with
+-- one the departure is found by rounds: each bucket moves it to its
+-- earliest time at or after it, until none does. Each round moves it to a
+-- later window or past an entry, so the rounds end, at the latest past
+-- every booking made.
 --
 -- Heartbeat (at most once per interval per replica, see heartbeat.lua):
--- when na == 5·nk - 1, the request's last key is the namespace's replica set
+-- when na == 8·nk - 4, the request's last key is the namespace's replica set
 -- (it shares the buckets' {hash tag}) and its last two arguments are this
 -- replica's id and TTL in µs. The replica is registered before the
 -- buckets are looked at, whether or not the request is booked, and the
@@ -41,7 +54,9 @@
 --   held     µs from now until the latest end of a pause in force in the
 --            request's buckets (their hold, see pause.lua), or 0.
 --   prev_i, booked_i  bucket i's TAT (µs) before and after the booking, for
---            refund.lua; both 0 for a deferred bucket.
+--            refund.lua; both 0 for a deferred bucket. For a window
+--            bucket: the start of the window booked (the departure, for a
+--            sliding log) and the cost.
 --   n_i      bucket i's count (see bucket.lua): 1 plus the units the
 --            fleet has reported sent in it since it was first capped, this
 --            request's report included; 0 when it is not counted or was
@@ -53,7 +68,7 @@ local function reserve(k, nk, a, na, now)
   -- needed), as few string.format calls as the reply allows (each costs
   -- about as much as a GET). It decides and replies exactly as the loop
   -- below does for one bucket.
-  if nk == 1 and na == 7 then
+  if nk == 1 and na == 10 and ARGV[a + 8] + 0 < 2 then
     local key = KEYS[k + 1]
     local tat, ad, prev, hold, n = load(key, now)
     -- x + 0 converts an ARGV as tonumber does, without a call.
@@ -103,29 +118,82 @@ local function reserve(k, nk, a, na, now)
   local n = nk
   local depart, limiter = now + ARGV[a + 2], 0
   local head = ''
-  if na == 5 * nk - 1 then
+  if na == 8 * nk - 4 then
     n = n - 1
-    head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 5 * n + 3], ARGV[a + 5 * n + 4] + 0, now))
+    head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 8 * n + 3], ARGV[a + 8 * n + 4] + 0, now))
   end
-  local tats, ads, holds, ivs, ats, ns = {}, {}, {}, {}, {}, {}
+  -- Per bucket: its state (tats, ads, holds, ns: TAT, cap, hold and count
+  -- as bucket.lua loads them; for a window bucket tats holds its counts
+  -- and envs its envelope), its interval in force and its earliest time.
+  local tats, ads, holds, ivs, ats, ns, envs, civs = {}, {}, {}, {}, {}, {}, {}, {}
+  local windows = false
   local held = 0
   for i = 1, n do
-    local j = a + 5 * i - 2
-    local tat, ad, _, hold, cnt = load(KEYS[k + i], now)
-    if hold and hold - now > held then
-      held = hold - now
+    local j = a + 8 * i - 5
+    local key = KEYS[k + i]
+    local alg = ARGV[j + 5] + 0
+    if alg < 2 then
+      local tat, ad, _, hold, cnt = load(key, now)
+      if hold and hold - now > held then
+        held = hold - now
+      end
+      local iv = ARGV[j] + 0
+      if ad then
+        iv = interval(iv, ad, now)
+      end
+      local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
+      if at < now then
+        at = now
+      end
+      tats[i], ads[i], holds[i], ivs[i], ats[i], ns[i] = tat, ad, hold, iv, at, cnt
+      if at > depart then
+        depart, limiter = at, i - 1
+      end
+    else
+      windows = true
+      local e = loadEnv(envKey(key), now)
+      envs[i] = e
+      if e[3] - now > held then
+        held = e[3] - now
+      end
+      civs[i] = capInterval(e[2], ARGV[j] + 0, now)
+      if alg ~= 3 then
+        tats[i] = loadCounts(key)
+      end
     end
-    local iv = ARGV[j] + 0
-    if ad then
-      iv = interval(iv, ad, now)
+  end
+  -- earliest returns window bucket i's earliest time at or after t.
+  local function earliest(i, t)
+    local j = a + 8 * i - 5
+    local e = envs[i]
+    if civs[i] then
+      local at = (e[1] > now and e[1] or now) + (ARGV[j + 2] - 1) * civs[i]
+      if at > t then
+        t = at
+      end
     end
-    local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
-    if at < now then
-      at = now
+    local alg, p, q, cost = ARGV[j + 5] + 0, ARGV[j + 6] + 0, ARGV[j + 1] + 0, ARGV[j + 2] + 0
+    if alg == 2 then
+      return fixedAt(tats[i], p, q, ARGV[j + 7] + 0, t, e[3], cost)
+    elseif alg == 4 then
+      return counterAt(tats[i], p, q, t, e[3], cost)
     end
-    tats[i], ads[i], holds[i], ivs[i], ats[i], ns[i] = tat, ad, hold, iv, at, cnt
-    if at > depart then
-      depart, limiter = at, i - 1
+    return logAt(KEYS[k + i], p, q, t, e[3], cost, now)
+  end
+  if windows then
+    local moved = true
+    while moved do
+      moved = false
+      for i = 1, n do
+        if envs[i] then
+          local at = earliest(i, depart)
+          if at > depart then
+            depart, limiter, moved = at, i - 1, true
+          end
+        elseif ats[i] > depart then
+          depart, limiter, moved = ats[i], i - 1, true
+        end
+      end
     end
   end
   local wait = depart - now
@@ -135,11 +203,45 @@ local function reserve(k, nk, a, na, now)
   end
   local reply = string.format('1 %d %d%s %d', wait, limiter, head, held)
   for i = 1, n do
-    local j = a + 5 * i - 2
-    local at = ats[i]
-    if depart ~= at and depart - at > ARGV[j + 3] + 0 then
+    local j = a + 8 * i - 5
+    local e = envs[i]
+    if e then
+      local alg, p, cost = ARGV[j + 5] + 0, ARGV[j + 6] + 0, ARGV[j + 2] + 0
+      local key = KEYS[k + i]
+      local prev = depart
+      if alg == 3 then
+        logBook(key, p, depart, cost, now)
+      else
+        local c = tats[i]
+        local anchor = 0
+        local keep = p
+        if alg == 2 then
+          anchor, keep = ARGV[j + 7] + 0, 0
+          countTrim(c, p, wstart(now, p, anchor))
+        else
+          countTrim(c, p, wstart(now, p, 0) - p)
+        end
+        prev = wstart(depart, p, anchor)
+        countAdd(c, p, prev, cost)
+        if depart > c[1] then
+          c[1] = depart
+        end
+        saveCounts(key, c, p, now, keep)
+      end
+      if civs[i] then
+        e[1] = (e[1] > depart and e[1] or depart) + cost * civs[i]
+      end
+      if e[2] then
+        e[4] = e[4] + ARGV[j + 4]
+      end
+      if e[2] or civs[i] then
+        saveEnv(envKey(key), e, now, p)
+      end
+      reply = reply .. string.format(' %d %d %d', prev, cost, e[2] and e[4] or 0)
+    elseif depart ~= ats[i] and depart - ats[i] > ARGV[j + 3] + 0 then
       reply = reply .. ' 0 0 0'
     else
+      local at = ats[i]
       local tat = tats[i]
       local booked = (tat > at and tat or at) + ARGV[j + 2] * ivs[i]
       local cnt = ns[i]

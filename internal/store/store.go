@@ -64,6 +64,25 @@ type Cap struct {
 	Span  time.Duration
 }
 
+// Algorithm is how a bucket decides (see the root's algorithm.go and
+// internal/algorithm). Its values are the codes the Redis scripts dispatch
+// on, so they never change; the zero value is the leaky bucket.
+type Algorithm uint8
+
+// The algorithms of a bucket.
+const (
+	LeakyBucket    Algorithm = 0 // GCRA: a TAT per bucket
+	TokenBucket    Algorithm = 1 // GCRA's maths, emptied by a pause
+	FixedWindow    Algorithm = 2 // a count per window of Period, at Anchor + k·Period
+	SlidingLog     Algorithm = 3 // a timestamp per unit of cost departed in the last Period
+	SlidingCounter Algorithm = 4 // the current and previous windows' counts, weighted
+)
+
+// Windowed reports whether a is one of the window algorithms, whose
+// Burst is the window's quota and whose Period and Anchor place the
+// windows.
+func (a Algorithm) Windowed() bool { return a >= FixedWindow }
+
 // Bucket is one Bucket a request needs, with the parameters of its rule.
 type Bucket struct {
 	Key      string        // unique within a Transport: the rule name, then the hashed partition key
@@ -84,6 +103,18 @@ type Bucket struct {
 	// last reported them to the store: reserve adds them to the bucket's
 	// count (see Store.Limit) when it books the request.
 	Sent int64
+	// Algorithm is the rule's algorithm. For the window algorithms
+	// (Algorithm.Windowed) Burst is the quota per window (the rule's Rate
+	// less its headroom), Interval the rule's Period/Rate (what a feedback
+	// cap compares with), Lateness is not used (a window bucket is booked
+	// at the departure, never deferred), and Period is the window.
+	Algorithm Algorithm
+	// Anchor places a FixedWindow's boundaries at the Unix epoch + Anchor
+	// + k·Period: 0 puts them on multiples of Period since the epoch (an
+	// hourly window then resets on the hour, as GitHub's does). A root
+	// that learns the server's reset instant R from its headers sets
+	// Anchor to R mod Period (any value is taken modulo Period).
+	Anchor time.Duration
 }
 
 // Reservation is a store's answer to reserve. It owns its undo, as
