@@ -267,11 +267,9 @@ local function logAt(key, p, q, floor, hold, cost, now)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - p))
   local n = redis.call('ZCARD', key)
   local t = math.max(floor, hold)
-  if n == 0 then
-    return t
+  if n > 0 then
+    t = math.max(t, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
   end
-  local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-  t = math.max(t, last)
   if hold == 0 or t >= hold + p then
     local k = n - q + cost
     if k > 0 then
