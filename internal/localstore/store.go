@@ -225,7 +225,7 @@ func (s *Store) maybeSweep(now int64) {
 	s.caps, s.counts = caps, counts
 	wins := make(map[string]*windowState)
 	for k, w := range s.wins {
-		if w.live(ceilMicros(now)) {
+		if w.live(floorMicros(now)) {
 			wins[k] = w
 		}
 	}

@@ -11,8 +11,8 @@ import (
 // This file runs the window buckets (store.Algorithm.Windowed: fixed
 // window, sliding log, sliding counter) with internal/algorithm's maths, in
 // integer microseconds as internal/redisstore's window.lua does, so that
-// the two stores decide alike; the clock's nanoseconds are rounded up to
-// the microsecond. A request with a window bucket takes this path; one of
+// the two stores decide alike; the clock's nanoseconds are rounded down to
+// the microsecond (see floorMicros). A request with a window bucket takes this path; one of
 // leaky and token buckets only keeps the GCRA path of store.go.
 
 // windowState is a window bucket: its counts or log, and what Redis keeps
@@ -39,8 +39,19 @@ func (ws *windowState) live(now int64) bool {
 	return n > 0 && ws.log.E[n-1]+ws.w.Period > now
 }
 
-// ceilMicros converts Unix ns to µs, rounding up: a departure never comes
-// before the time the clock said.
+// floorMicros converts Unix ns to µs, rounding down: the window
+// algorithms decide at the microsecond, and a request allowed at the
+// clock's microsecond departs now (wait 0, not the rest of the
+// microsecond, which a maxWait of 0 would refuse).
+func floorMicros(ns int64) int64 {
+	us := ns / 1000
+	if ns%1000 < 0 {
+		us--
+	}
+	return us
+}
+
+// ceilMicros converts ns to µs, rounding up.
 func ceilMicros(ns int64) int64 {
 	us := ns / 1000
 	if ns%1000 > 0 {
@@ -122,7 +133,7 @@ func windowAt(b *store.Bucket, ws *windowState, civ, now, t int64) int64 {
 // it until none does. Window buckets are booked at the departure and never
 // deferred. s.mu must be held.
 func (s *Store) reserveWindowsLocked(bs []store.Bucket, now int64, maxWait time.Duration) store.Reservation {
-	nowUs := ceilMicros(now)
+	nowUs := floorMicros(now)
 	depart, limiter := now, 0
 	ats := make([]int64, len(bs))
 	wss := make([]*windowState, len(bs))
@@ -148,7 +159,7 @@ func (s *Store) reserveWindowsLocked(bs []store.Bucket, now int64, maxWait time.
 			if wss[i] == nil {
 				continue
 			}
-			if at := windowAt(&bs[i], wss[i], civs[i], nowUs, ceilMicros(depart)) * 1000; at > depart {
+			if at := windowAt(&bs[i], wss[i], civs[i], nowUs, floorMicros(depart)) * 1000; at > depart {
 				depart, limiter, moved = at, i, true
 			}
 		}
@@ -166,7 +177,7 @@ func (s *Store) reserveWindowsLocked(bs []store.Bucket, now int64, maxWait time.
 	for i := range bs {
 		b := &bs[i]
 		if ws := wss[i]; ws != nil {
-			t := ceilMicros(depart)
+			t := floorMicros(depart)
 			switch b.Algorithm {
 			case store.FixedWindow:
 				u.prev[i] = algorithm.FixedBook(ws.w, &ws.counts, nowUs, t, b.Cost)
@@ -221,5 +232,5 @@ func (s *Store) pauseWindowLocked(b store.Bucket, now, until int64) {
 		return // as pause.lua: a pause of 0 holds nothing
 	}
 	ws := s.windowLocked(&b)
-	ws.hold = max(ws.hold, ceilMicros(until))
+	ws.hold = max(ws.hold, ceilMicros(until)) // a pause is never shortened
 }
