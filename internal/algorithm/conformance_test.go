@@ -220,3 +220,21 @@ func TestConformanceCluster(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceACL runs the mixed traces as the least-privilege ACL user
+// docs/REDIS.md shows: every command the scripts send for the five
+// algorithms (pauses, caps and cancels included) is in its list.
+func TestConformanceACL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.WithACL(
+		"user throttle on >fleet-password resetkeys ~throttle:* resetchannels -@all +evalsha +eval +get +set +time +zadd +zremrangebyscore +zcard +zrange +zcount +zrem +pexpire",
+	))
+	rdb := srv.ClientAs(t, "throttle", "fleet-password")
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprintf("mixed/seed=%d", seed), func(t *testing.T) {
+			if n := runTrace(t, rdb, randomTrace(100+seed, 400, []int{0, 1, 2, 3, 4})); n == 0 {
+				t.Fatal("the trace booked nothing")
+			}
+		})
+	}
+}

@@ -67,8 +67,7 @@ end
 
 -- saveEnv writes a window bucket's envelope back while a cap is in force
 -- or its pause may still weigh (until two Periods after it: a sliding
--- counter's window after the pause counts the one before as full), and
--- deletes it otherwise.
+-- counter's window after the pause counts the one before as full).
 local function saveEnv(ek, e, now, p)
   local a, hold = e[2], e[3]
   local capped = a and a[4] > now
@@ -82,9 +81,8 @@ local function saveEnv(ek, e, now, p)
     hold = 0
   end
   if last <= now then
-    if e[5] then
-      redis.call('DEL', ek)
-    end
+    -- Nothing to keep: the envelope in Redis, if any, weighs no more and
+    -- expires on its own (no DEL: the documented ACL grants none).
     return
   end
   local v
@@ -206,8 +204,7 @@ end
 local function saveCounts(key, c, p, now, keep)
   local w = c[3]
   if #w == 0 then
-    redis.call('DEL', key)
-    return
+    return -- the key, if any, holds only windows past use, and expires
   end
   local parts = {string.format('%d %d', c[1], c[2])}
   for i = 1, #w do
