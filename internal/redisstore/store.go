@@ -78,9 +78,12 @@ var errRedisReply = errors.New("throttle: unexpected reply from Redis")
 const MaxSpanMicros = 1 << 49
 
 // Store keeps buckets in Redis, shared by every Transport using the
-// same Redis and namespace. A bucket is one string key holding its TAT in
-// Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
-// the local store (internal/localstore). It is safe for concurrent use (go-redis clients are).
+// same Redis and namespace. A leaky or token bucket is one string key
+// holding its TAT in Unix microseconds of Redis's clock; the scripts run the
+// same GCRA steps as the local store (internal/localstore). A window
+// bucket is a string of window counts or, for a sliding log, a sorted set,
+// with an envelope key beside it (window.lua); the scripts run
+// internal/algorithm's steps. It is safe for concurrent use (go-redis clients are).
 type Store struct {
 	rdb redis.UniversalClient
 	ns  string

@@ -29,8 +29,10 @@ var ErrUnavailable = errors.New("throttle: store unavailable")
 type Store interface {
 	// Reserve books one slot in every bucket of bs, all or nothing, if the
 	// request can depart within maxWait, and returns the wait until it may
-	// depart. Each bucket is booked at the request's earliest time in it;
-	// the request departs at the latest of those times. When the wait
+	// depart. Each leaky or token bucket is booked at the request's
+	// earliest time in it; the request departs at the earliest time at or
+	// after all of those at which every window bucket (Algorithm.Windowed)
+	// has room too, and is counted there in each window bucket. When the wait
 	// would exceed maxWait nothing is booked and the reservation has ok
 	// false and the wait that would have been needed. An error means the
 	// store could not decide; nothing was booked. The reservation gives
@@ -164,9 +166,11 @@ type Reservation struct {
 
 // Undo gives a booking back. Each store makes its own, holding what it needs
 // to find the booking again. Cancel gives back the booking's slot in every
-// bucket where it is still the last one booked: a slot with later bookings
-// behind it stays spent, and the requests behind keep their place in the
-// queue. It does so once: later calls, from any copy of the reservation,
+// leaky or token bucket where it is still the last one booked: a slot with
+// later bookings behind it stays spent, and the requests behind keep their
+// place in the queue. A window bucket always gets the cost back while its
+// window is kept (fewer counted only lowers what later requests were
+// admitted under); the slot of a cap's constraint on it stays spent. It does so once: later calls, from any copy of the reservation,
 // do nothing and return nil. An error means the store could not be told;
 // the slots it could not reach stay spent, which errs on the side of the
 // limit.
