@@ -12,6 +12,7 @@
 -- Reply: µs from now until the latest hold of the buckets ends, or 0.
 
 local now = now_us(ARGV[1])
+local W = windowLib()
 local held = 0
 for i = 1, #KEYS do
   local hold
@@ -19,7 +20,7 @@ for i = 1, #KEYS do
     local _
     _, _, _, hold = load(KEYS[i], now)
   else
-    hold = loadEnv(envKey(KEYS[i]), now)[3]
+    hold = W.loadEnv(W.envKey(KEYS[i]), now)[3]
   end
   if hold and hold - now > held then
     held = hold - now

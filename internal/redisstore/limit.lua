@@ -21,6 +21,7 @@
 -- Reply: the number of buckets written.
 
 local now = now_us(ARGV[1])
+local W = windowLib()
 for i = 1, #KEYS do
   local j = 5 * i - 3
   local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2])}
@@ -31,13 +32,13 @@ for i = 1, #KEYS do
     end
     save(KEYS[i], tat, a, now, hold, n)
   else
-    local ek = envKey(KEYS[i])
-    local e = loadEnv(ek, now)
+    local ek = W.envKey(KEYS[i])
+    local e = W.loadEnv(ek, now)
     if e[4] < 1 then
       e[4] = 1
     end
     e[2] = a
-    saveEnv(ek, e, now, tonumber(ARGV[j + 4]))
+    W.saveEnv(ek, e, now, tonumber(ARGV[j + 4]))
   end
 end
 return #KEYS

@@ -22,6 +22,7 @@
 -- Reply: the number of buckets whose TAT or hold moved.
 
 local now = now_us(ARGV[1])
+local W = windowLib()
 local untilT = now + tonumber(ARGV[2])
 local moved = 0
 for i = 1, #KEYS do
@@ -43,12 +44,12 @@ for i = 1, #KEYS do
     end
     save(KEYS[i], tat, a, now, hold, n)
   elseif untilT > now then
-    local ek = envKey(KEYS[i])
-    local e = loadEnv(ek, now)
+    local ek = W.envKey(KEYS[i])
+    local e = W.loadEnv(ek, now)
     if untilT > e[3] then
       e[3] = untilT
       moved = moved + 1
-      saveEnv(ek, e, now, ARGV[j + 3] + 0)
+      W.saveEnv(ek, e, now, ARGV[j + 3] + 0)
     end
   end
 end

@@ -23,6 +23,7 @@
 -- Reply: the number of buckets restored.
 
 local now = now_us(ARGV[1])
+local W = windowLib()
 local restored = 0
 for i = 1, #KEYS do
   local j = 4 * i - 2
@@ -35,18 +36,18 @@ for i = 1, #KEYS do
       restored = restored + 1
     end
   elseif alg == 3 then
-    if logRefund(KEYS[i], ARGV[j] + 0, ARGV[j + 1] + 0) then
+    if W.logRefund(KEYS[i], ARGV[j] + 0, ARGV[j + 1] + 0) then
       restored = restored + 1
     end
   else
     local p = ARGV[j + 3] + 0
-    local c = loadCounts(KEYS[i])
-    if countSub(c, p, ARGV[j] + 0, ARGV[j + 1] + 0) then
+    local c = W.loadCounts(KEYS[i])
+    if W.countSub(c, p, ARGV[j] + 0, ARGV[j + 1] + 0) then
       local keep = p
       if alg == 2 then
         keep = 0
       end
-      saveCounts(KEYS[i], c, p, now, keep)
+      W.saveCounts(KEYS[i], c, p, now, keep)
       restored = restored + 1
     end
   end

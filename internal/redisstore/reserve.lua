@@ -16,16 +16,23 @@
 --            negative one books nothing and only reports the wait.
 -- ARGV[a+2]  floor: the earliest departure in µs after now (0 unless the
 --            request's buckets are split over several calls).
--- ARGV[a+8i-5] … ARGV[a+8i+2]   bucket i's rule interval in µs (≥ 1),
---            burst, cost (1 ≤ cost ≤ burst), lateness tolerance in µs
---            (≥ 0), the units of cost this replica sent in the bucket
---            since it last reported them (≥ 0), added to the bucket's count
---            while it is counted (see bucket.lua) and the request booked;
---            its algorithm's code (see window.lua), and for the window
---            algorithms the window in µs and the fixed window's anchor in
---            µs (0 for the others). For a window algorithm the burst is
---            the quota per window and the lateness is not used: a window
+-- Then each bucket's arguments, from j = a+3 on, 5 for a leaky or token
+-- bucket (their bookings are alike; only pause.lua tells them apart), 7 for
+-- a window bucket, told apart by the sign of the first:
+--   leaky or token bucket: ARGV[j] … ARGV[j+4]: its rule interval in µs
+--            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance in
+--            µs (≥ 0), and the units of cost this replica sent in the
+--            bucket since it last reported them (≥ 0), added to the
+--            bucket's count while it is counted (see bucket.lua) and the
+--            request booked.
+--   window bucket: ARGV[j] … ARGV[j+6]: minus its algorithm's code (see
+--            window.lua), its quota per window, cost (1 ≤ cost ≤ quota),
+--            the rule's interval Period/Rate in µs (what a cap compares
+--            with), the units sent (as above), the window in µs and the
+--            fixed window's anchor in µs (0 for the others). A window
 --            bucket is booked at the departure, never deferred.
+-- A request of leaky and token buckets alone thus sends what it sent
+-- before the window algorithms, and the one-bucket fast path is the same.
 --
 -- A request of leaky and token buckets departs at the latest of their
 -- earliest times. A window bucket's earliest time depends on the time
@@ -36,7 +43,8 @@
 -- every booking made.
 --
 -- Heartbeat (at most once per interval per replica, see heartbeat.lua):
--- when na == 8·nk - 4, the request's last key is the namespace's replica set
+-- when the arguments of nk - 1 buckets leave two over, the request's last
+-- key is the namespace's replica set
 -- (it shares the buckets' {hash tag}) and its last two arguments are this
 -- replica's id and TTL in µs. The replica is registered before the
 -- buckets are looked at, whether or not the request is booked, and the
@@ -68,7 +76,7 @@ local function reserve(k, nk, a, na, now)
   -- needed), as few string.format calls as the reply allows (each costs
   -- about as much as a GET). It decides and replies exactly as the loop
   -- below does for one bucket.
-  if nk == 1 and na == 10 and ARGV[a + 8] + 0 < 2 then
+  if nk == 1 and na == 7 then
     local key = KEYS[k + 1]
     local tat, ad, prev, hold, n = load(key, now)
     -- x + 0 converts an ARGV as tonumber does, without a call.
@@ -118,21 +126,33 @@ local function reserve(k, nk, a, na, now)
   local n = nk
   local depart, limiter = now + ARGV[a + 2], 0
   local head = ''
-  if na == 8 * nk - 4 then
-    n = n - 1
-    head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 8 * n + 3], ARGV[a + 8 * n + 4] + 0, now))
+  -- js[i]: where bucket i's arguments start.
+  local js = {}
+  local j = a + 3
+  for i = 1, nk do
+    js[i] = j
+    if ARGV[j] + 0 < 0 then
+      j = j + 7
+    else
+      j = j + 5
+    end
+    if i == nk - 1 and j == a + na - 1 then
+      n = n - 1
+      head = string.format(' %d', beat(KEYS[k + nk], ARGV[j], ARGV[j + 1] + 0, now))
+      break
+    end
   end
   -- Per bucket: its state (tats, ads, holds, ns: TAT, cap, hold and count
   -- as bucket.lua loads them; for a window bucket tats holds its counts
   -- and envs its envelope), its interval in force and its earliest time.
   local tats, ads, holds, ivs, ats, ns, envs, civs = {}, {}, {}, {}, {}, {}, {}, {}
   local windows = false
+  local W -- window.lua's functions, made for the first window bucket
   local held = 0
   for i = 1, n do
-    local j = a + 8 * i - 5
+    local j = js[i]
     local key = KEYS[k + i]
-    local alg = ARGV[j + 5] + 0
-    if alg < 2 then
+    if ARGV[j] + 0 > 0 then
       local tat, ad, _, hold, cnt = load(key, now)
       if hold and hold - now > held then
         held = hold - now
@@ -151,20 +171,21 @@ local function reserve(k, nk, a, na, now)
       end
     else
       windows = true
-      local e = loadEnv(envKey(key), now)
+      W = W or windowLib()
+      local e = W.loadEnv(W.envKey(key), now)
       envs[i] = e
       if e[3] - now > held then
         held = e[3] - now
       end
-      civs[i] = capInterval(e[2], ARGV[j] + 0, now)
-      if alg ~= 3 then
-        tats[i] = loadCounts(key)
+      civs[i] = W.capInterval(e[2], ARGV[j + 3] + 0, now)
+      if ARGV[j] + 0 ~= -3 then
+        tats[i] = W.loadCounts(key)
       end
     end
   end
   -- earliest returns window bucket i's earliest time at or after t.
   local function earliest(i, t)
-    local j = a + 8 * i - 5
+    local j = js[i]
     local e = envs[i]
     if civs[i] then
       local at = (e[1] > now and e[1] or now) + (ARGV[j + 2] - 1) * civs[i]
@@ -172,13 +193,13 @@ local function reserve(k, nk, a, na, now)
         t = at
       end
     end
-    local alg, p, q, cost = ARGV[j + 5] + 0, ARGV[j + 6] + 0, ARGV[j + 1] + 0, ARGV[j + 2] + 0
+    local alg, p, q, cost = -ARGV[j], ARGV[j + 5] + 0, ARGV[j + 1] + 0, ARGV[j + 2] + 0
     if alg == 2 then
-      return fixedAt(tats[i], p, q, ARGV[j + 7] + 0, t, e[3], cost)
+      return W.fixedAt(tats[i], p, q, ARGV[j + 6] + 0, t, e[3], cost)
     elseif alg == 4 then
-      return counterAt(tats[i], p, q, t, e[3], cost)
+      return W.counterAt(tats[i], p, q, t, e[3], cost)
     end
-    return logAt(KEYS[k + i], p, q, t, e[3], cost, now)
+    return W.logAt(KEYS[k + i], p, q, t, e[3], cost, now)
   end
   if windows then
     local moved = true
@@ -203,30 +224,30 @@ local function reserve(k, nk, a, na, now)
   end
   local reply = string.format('1 %d %d%s %d', wait, limiter, head, held)
   for i = 1, n do
-    local j = a + 8 * i - 5
+    local j = js[i]
     local e = envs[i]
     if e then
-      local alg, p, cost = ARGV[j + 5] + 0, ARGV[j + 6] + 0, ARGV[j + 2] + 0
+      local alg, p, cost = -ARGV[j], ARGV[j + 5] + 0, ARGV[j + 2] + 0
       local key = KEYS[k + i]
       local prev = depart
       if alg == 3 then
-        logBook(key, p, depart, cost, now)
+        W.logBook(key, p, depart, cost, now)
       else
         local c = tats[i]
         local anchor = 0
         local keep = p
         if alg == 2 then
-          anchor, keep = ARGV[j + 7] + 0, 0
-          countTrim(c, p, wstart(now, p, anchor))
+          anchor, keep = ARGV[j + 6] + 0, 0
+          W.countTrim(c, p, W.wstart(now, p, anchor))
         else
-          countTrim(c, p, wstart(now, p, 0) - p)
+          W.countTrim(c, p, W.wstart(now, p, 0) - p)
         end
-        prev = wstart(depart, p, anchor)
-        countAdd(c, p, prev, cost)
+        prev = W.wstart(depart, p, anchor)
+        W.countAdd(c, p, prev, cost)
         if depart > c[1] then
           c[1] = depart
         end
-        saveCounts(key, c, p, now, keep)
+        W.saveCounts(key, c, p, now, keep)
       end
       if civs[i] then
         e[1] = (e[1] > depart and e[1] or depart) + cost * civs[i]
@@ -235,7 +256,7 @@ local function reserve(k, nk, a, na, now)
         e[4] = e[4] + ARGV[j + 4]
       end
       if e[2] or civs[i] then
-        saveEnv(envKey(key), e, now, p)
+        W.saveEnv(W.envKey(key), e, now, p)
       end
       reply = reply .. string.format(' %d %d %d', prev, cost, e[2] and e[4] or 0)
     elseif depart ~= ats[i] and depart - ats[i] > ARGV[j + 3] + 0 then

@@ -317,9 +317,15 @@ func spanMicros(d time.Duration, up bool) int64 {
 	return min(us, MaxSpanMicros)
 }
 
-// perBucketArgs is the number of reserve.lua's arguments per bucket (see
-// its header).
-const perBucketArgs = 8
+// bucketArgs returns the number of reserve.lua's arguments for bucket b
+// (see its header): 7 for a window bucket, 5 for the others, as before
+// there were window buckets.
+func bucketArgs(b *store.Bucket) int {
+	if b.Algorithm.Windowed() {
+		return 7
+	}
+	return 5
+}
 
 // windowMicros returns the window of a window bucket in µs (its rule's
 // Period), 0 for a leaky or token bucket.
@@ -562,7 +568,10 @@ type bookedTATs struct {
 // does.
 func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
 	bs := q.bs
-	nk, nn := len(bs), 3+perBucketArgs*len(bs)
+	nk, nn := len(bs), 3
+	for i := range bs {
+		nn += bucketArgs(&bs[i])
+	}
 	if q.beat {
 		// The replica set; room for the id and the TTL in the
 		// arguments (nums[nn-2] stays unused: the id goes by pointer).
@@ -583,13 +592,20 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 	c.begin(now)
 	c.nums[1], c.nums[2] = q.maxWait, q.floor
 	c.add(&c.nums[1], &c.nums[2])
-	for i := range bs {
+	for i, j := 0, 3; i < len(bs); i++ {
 		b := &bs[i]
-		j := 3 + perBucketArgs*i
+		if b.Algorithm.Windowed() {
+			c.nums[j], c.nums[j+1], c.nums[j+2] = -int64(b.Algorithm), b.Burst, b.Cost
+			c.nums[j+3], c.nums[j+4] = Micros(b.Interval), b.Sent
+			c.nums[j+5], c.nums[j+6] = windowMicros(b), anchorMicros(b)
+			c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6])
+			j += 7
+			continue
+		}
 		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(b.Interval), b.Burst, b.Cost
 		c.nums[j+3], c.nums[j+4] = spanMicros(b.Lateness, false), b.Sent
-		c.nums[j+5], c.nums[j+6], c.nums[j+7] = int64(b.Algorithm), windowMicros(b), anchorMicros(b)
-		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6], &c.nums[j+7])
+		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
+		j += 5
 	}
 	if q.beat {
 		_, c.nums[nn-1] = s.hb.args()
