@@ -194,6 +194,21 @@ func conformanceTraces() map[string][]traceStep {
 	for seed := range uint64(6) {
 		traces[fmt.Sprintf("mixed/seed=%d", seed)] = randomTrace(100+seed, 400, []int{0, 1, 2, 3, 4})
 	}
+	// A cap slower than each window rule (2/s), its count, a cancel and a
+	// pause under it, then the same request in all five buckets.
+	for _, i := range []int{2, 3, 4} {
+		steps := []traceStep{{op: "limit", buckets: []int{i}, cap: store.Cap{Rate: 2, Span: 5 * time.Second}}}
+		for k := range 10 {
+			steps = append(steps, traceStep{advance: 100 * time.Millisecond, op: "reserve", buckets: []int{i}, costs: []int64{1 + int64(k%2)}, sent: []int64{1}, maxWait: 10 * time.Second})
+		}
+		steps = append(steps,
+			traceStep{op: "cancel", of: 10},
+			traceStep{op: "pause", buckets: []int{i}, d: 700 * time.Millisecond},
+			traceStep{op: "reserve", buckets: []int{0, 1, 2, 3, 4}, costs: []int64{1, 2, 2, 3, 1}, sent: []int64{0, 0, 1, 1, 1}, maxWait: 10 * time.Second},
+			traceStep{advance: 3 * time.Second, op: "reserve", buckets: []int{i, 0}, costs: []int64{1, 1}, sent: []int64{1, 0}, maxWait: 10 * time.Second},
+		)
+		traces[fmt.Sprintf("%s/capped", conformanceBuckets[i].Key)] = steps
+	}
 	return traces
 }
 
