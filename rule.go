@@ -17,8 +17,9 @@ import (
 // ten requests go at once, then one every 10ms.
 //
 // The zero Limit is invalid: Rate and Period must be positive and Burst at
-// least 1. A Limit is a plain value, safe to copy and to share between
-// goroutines.
+// least 1, or 0 for a rule of a window algorithm (FixedWindow, SlidingLog,
+// SlidingCounter), whose quota per Period is Rate. A Limit is a plain
+// value, safe to copy and to share between goroutines.
 type Limit struct {
 	Rate   int
 	Period time.Duration
@@ -60,8 +61,9 @@ type Rule struct {
 	Key func(*http.Request) string
 
 	// Cost weighs a request in units of Limit.Rate. A nil Cost weighs every
-	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst can
-	// never be admitted and fails the request with a [*RuleError]. Like
+	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst (for
+	// a window algorithm, above its quota per window) can never be
+	// admitted and fails the request with a [*RuleError]. Like
 	// Key, it must be safe for concurrent use and must not modify the
 	// request.
 	Cost func(*http.Request) int
