@@ -1,6 +1,8 @@
 package algorithm_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,5 +59,47 @@ func TestRedisWindowKeysExpire(t *testing.T) {
 			t.Fatalf("%d of the keys still exist 10s later", n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRedisWindowBucketsConcurrent books window buckets from many
+// goroutines at once, so that the store's batcher sends them together
+// (reserve_batch.lua), on Redis's clock: exactly the quota is admitted.
+func TestRedisWindowBucketsConcurrent(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	ctx := redisCtx(t)
+	s := redisstore.New(rdb, redisstore.Options{Namespace: "concurrent"})
+	for _, alg := range []store.Algorithm{store.FixedWindow, store.SlidingLog, store.SlidingCounter} {
+		b := store.Bucket{Key: []string{"", "", "fw", "sl", "sc"}[alg], Rule: "w", Algorithm: alg, Burst: 50, Period: time.Hour, Interval: 72 * time.Second, Cost: 1}
+		var wg sync.WaitGroup
+		var ok atomic.Int64
+		errs := make(chan error, 32)
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 10 {
+					r, err := s.Reserve(ctx, []store.Bucket{b}, 0)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if r.OK {
+						ok.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		// A fixed window at an hour's boundary could admit a second
+		// quota; the test is over in well under a second.
+		if n := ok.Load(); n != 50 && (alg != store.FixedWindow || n != 100) {
+			t.Fatalf("%v: %d of 320 admitted, want the quota of 50", alg, n)
+		}
 	}
 }
