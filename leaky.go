@@ -65,11 +65,8 @@ func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 	if !a.windowed() {
 		return newLeakyBucket(l, headroom)
 	}
-	q := windowQuota(l, headroom)
-	l.Burst = int(q)
-	lb := newLeakyBucket(l, headroom)
-	lb.burst = q
-	return lb
+	l.Burst = int(windowQuota(l, headroom))
+	return newLeakyBucket(l, headroom)
 }
 
 // interval returns the emission interval of l with the given headroom: the
