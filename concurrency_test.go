@@ -172,6 +172,7 @@ func TestConcurrencyRuleValidation(t *testing.T) {
 		{throttle.Rule{Name: "huge", Concurrency: 1 << 20}, "Concurrency"},
 		{throttle.Rule{Name: "half a limit", Concurrency: 5, Limit: throttle.Limit{Rate: 5}}, "Limit.Period"},
 		{throttle.Rule{Name: "neither"}, "Limit.Rate"},
+		{throttle.Rule{Name: "cap with an algorithm", Concurrency: 3, Algorithm: throttle.FixedWindow}, "Algorithm"},
 	} {
 		_, err := throttle.New(nil, throttle.WithRules(tc.rule))
 		var re *throttle.RuleError

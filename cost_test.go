@@ -64,6 +64,17 @@ func TestActualCostCorrectsTheBooking(t *testing.T) {
 	}
 }
 
+func TestActualCostOfAWindow(t *testing.T) {
+	_, err := throttle.New(nil, throttle.WithRules(throttle.Rule{
+		Name: "w", Algorithm: throttle.SlidingLog, Limit: throttle.Limit{Rate: 10, Period: time.Second},
+		ActualCost: func(*http.Response) (int, bool) { return 1, true },
+	}))
+	var re *throttle.RuleError
+	if !errors.As(err, &re) || re.Field != "ActualCost" {
+		t.Fatalf("err %v, want a *RuleError on ActualCost", err)
+	}
+}
+
 func TestActualCostNeedsALimit(t *testing.T) {
 	_, err := throttle.New(nil, throttle.WithRules(throttle.Rule{Name: "c", Concurrency: 3, ActualCost: func(*http.Response) (int, bool) { return 1, true }}))
 	var re *throttle.RuleError

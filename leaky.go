@@ -55,6 +55,20 @@ func newLeakyBucket(l Limit, headroom float64) leakyBucket {
 	return leakyBucket{interval: iv, burst: int64(l.Burst), lateness: latenessFor(l, iv, headroom)}
 }
 
+// newBucket returns the bucket parameters of a rule of algorithm a: the
+// leaky bucket's for LeakyBucket and TokenBucket (the token bucket runs
+// the same maths, see algorithm.go), and for a window algorithm the
+// window's quota (Rate less the headroom, see windowQuota) as the burst,
+// with the leaky bucket's interval and lateness, which the Transport's
+// waiters and a feedback cap read.
+func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
+	if !a.windowed() {
+		return newLeakyBucket(l, headroom)
+	}
+	l.Burst = int(windowQuota(l, headroom))
+	return newLeakyBucket(l, headroom)
+}
+
 // interval returns the emission interval of l with the given headroom: the
 // time one unit of cost occupies in the bucket. It saturates instead of
 // overflowing for huge periods.

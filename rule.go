@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
 )
 
 // Limit is a rate: Rate requests (or units of cost) per Period, with bursts of
@@ -15,8 +17,9 @@ import (
 // ten requests go at once, then one every 10ms.
 //
 // The zero Limit is invalid: Rate and Period must be positive and Burst at
-// least 1. A Limit is a plain value, safe to copy and to share between
-// goroutines.
+// least 1, or 0 for a rule of a window algorithm (FixedWindow, SlidingLog,
+// SlidingCounter), whose quota per Period is Rate. A Limit is a plain
+// value, safe to copy and to share between goroutines.
 type Limit struct {
 	Rate   int
 	Period time.Duration
@@ -51,6 +54,12 @@ type Rule struct {
 	// served by priority (see [WithPriority]), then in the order they came.
 	Concurrency int
 
+	// Algorithm is how the quota is counted (see [Algorithm]). The zero
+	// Algorithm is LeakyBucket. A window algorithm (FixedWindow,
+	// SlidingLog, SlidingCounter) takes Limit.Burst 0; the others need a
+	// Burst of at least 1.
+	Algorithm Algorithm
+
 	// Match selects the requests the rule applies to. The zero Match
 	// matches every request.
 	Match Match
@@ -64,8 +73,9 @@ type Rule struct {
 	Key func(*http.Request) string
 
 	// Cost weighs a request in units of Limit.Rate. A nil Cost weighs every
-	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst can
-	// never be admitted and fails the request with a [*RuleError]. Like
+	// request 1. A cost below 1 counts as 1; a cost above Limit.Burst (for
+	// a window algorithm, above its quota per window) can never be
+	// admitted and fails the request with a [*RuleError]. Like
 	// Key, it must be safe for concurrent use and must not modify the
 	// request.
 	Cost func(*http.Request) int
@@ -158,7 +168,8 @@ func hostMatches(pattern, host string) bool {
 type compiledRule struct {
 	Rule
 	leakyBucket
-	headroom float64
+	headroom  float64
+	algorithm store.Algorithm
 }
 
 // maxConcurrency bounds Rule.Concurrency: far above any provider's cap
@@ -191,6 +202,10 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			return nil, bad("Concurrency", fmt.Sprintf("must be <= %d, got %d", maxConcurrency, r.Concurrency))
 		case r.Concurrency > 0 && r.Limit == (Limit{}) && r.ActualCost != nil:
 			return nil, bad("ActualCost", "needs a Limit: a rule with a Concurrency alone has no bucket to charge")
+		case r.Concurrency > 0 && r.Limit == (Limit{}) && r.Algorithm != LeakyBucket:
+			return nil, bad("Algorithm", "needs a Limit: a rule with a Concurrency alone has no bucket to count")
+		case r.ActualCost != nil && r.Algorithm.windowed():
+			return nil, bad("ActualCost", fmt.Sprintf("is read for leaky and token buckets only, not %v: a window counts a request where it departed, and a correction would have to find that window again", r.Algorithm))
 		case r.Concurrency > 0 && r.Limit == (Limit{}):
 			// A concurrency cap alone: no rate bucket.
 			if r.Match.Path != "" {
@@ -205,8 +220,9 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			return nil, bad("Limit.Rate", fmt.Sprintf("must be > 0, got %d", r.Limit.Rate))
 		case r.Limit.Period <= 0:
 			return nil, bad("Limit.Period", fmt.Sprintf("must be > 0, got %v", r.Limit.Period))
-		case r.Limit.Burst < 1:
-			return nil, bad("Limit.Burst", fmt.Sprintf("must be >= 1, got %d", r.Limit.Burst))
+		}
+		if err := checkAlgorithm(&r, bad); err != nil {
+			return nil, err
 		}
 		if r.Match.Path != "" {
 			if _, err := path.Match(r.Match.Path, ""); err != nil {
@@ -214,11 +230,11 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			}
 		}
 		seen[r.Name] = true
-		lb := newLeakyBucket(r.Limit, headroom)
+		lb := newBucket(r.Algorithm, r.Limit, headroom)
 		if lb.interval <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom})
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: r.Algorithm.storeAlgorithm()})
 	}
 	return out, nil
 }

@@ -5,7 +5,11 @@
 // is a new bucket. It books a request in all its buckets or none, defers a
 // bucket whose slot comes too far before the departure, holds buckets shut
 // for a pause, caps them and counts what replicas report sent (Limit), and
-// hands every reservation an undo of its own (localBooking).
+// hands every reservation an undo of its own (localBooking). A token
+// bucket runs the same GCRA maths, its pause emptying it; the window
+// buckets (fixed window, sliding log, sliding counter) keep their counts
+// or log in a map of their own (window.go) and run internal/algorithm's
+// maths in microseconds, as Redis does.
 //
 // The maths (gcra.go) is unexported: its one user in Go is this store.
 // internal/redisstore's reserve.lua runs the same steps in Redis, and the
@@ -13,5 +17,5 @@
 // (leaky.go) turns a rule's Limit into a bucket's parameters; the outage
 // store's tests use this store as their healthy shared store.
 //
-// It imports internal/store only.
+// It imports internal/store and internal/algorithm only.
 package localstore

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/throttlekit/throttle/internal/algorithm"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -26,7 +27,11 @@ type Store struct {
 	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps   map[string]rateCap
 	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.Store.Limit)
-	sweep  store.Sweeper
+	// wins holds the state of the window buckets (window.go), by key; a
+	// token bucket keeps its full instant in tats (see
+	// internal/algorithm's token.go).
+	wins  map[string]*windowState
+	sweep store.Sweeper
 }
 
 // New returns an empty store that reads the time from c.
@@ -36,6 +41,7 @@ func New(c Clock) *Store {
 		tats:   make(map[string]int64),
 		caps:   make(map[string]rateCap),
 		counts: make(map[string]int64),
+		wins:   make(map[string]*windowState),
 		sweep:  store.NewSweeper(c.Now().UnixNano()),
 	}
 }
@@ -45,6 +51,11 @@ func (s *Store) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Durat
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.maybeSweep(now)
+	for i := range bs {
+		if bs[i].Algorithm.Windowed() {
+			return s.reserveWindowsLocked(bs, now, maxWait), nil
+		}
+	}
 
 	// The request departs when its slowest bucket lets it. Each other
 	// bucket is booked at the request's earliest time in it when the
@@ -149,6 +160,10 @@ func (u *localBooking) Cancel(context.Context) error {
 	}
 	u.done = true
 	for i, b := range u.buckets {
+		if b.Algorithm.Windowed() {
+			s.refundWindowLocked(b, u.prev[i], u.booked[i])
+			continue
+		}
 		if tat, ok := s.tats[b.Key]; ok && u.booked[i] != 0 && tat == u.booked[i] {
 			s.tats[b.Key] = u.prev[i]
 		}
@@ -162,7 +177,14 @@ func (s *Store) Pause(_ context.Context, bs []store.Bucket, d time.Duration) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
-		s.tats[b.Key] = gcraPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
+		switch {
+		case b.Algorithm.Windowed():
+			s.pauseWindowLocked(b, now, until)
+		case b.Algorithm == store.TokenBucket:
+			s.tats[b.Key] = algorithm.TokenPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
+		default:
+			s.tats[b.Key] = gcraPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
+		}
 	}
 	return nil
 }
@@ -183,7 +205,7 @@ func (s *Store) intervalLocked(b store.Bucket, now int64) int64 {
 // maybeSweep drops idle buckets when the map has doubled or a sweep is due.
 // s.mu must be held.
 func (s *Store) maybeSweep(now int64) {
-	if !s.sweep.Due(len(s.tats), now) {
+	if !s.sweep.Due(len(s.tats)+len(s.wins), now) {
 		return
 	}
 	live := make(map[string]int64)
@@ -201,7 +223,14 @@ func (s *Store) maybeSweep(now int64) {
 		}
 	}
 	s.caps, s.counts = caps, counts
-	s.sweep.Swept(len(live), now)
+	wins := make(map[string]*windowState)
+	for k, w := range s.wins {
+		if w.live(floorMicros(now)) {
+			wins[k] = w
+		}
+	}
+	s.wins = wins
+	s.sweep.Swept(len(live)+len(wins), now)
 }
 
 // Len returns the number of buckets held: for tests of the sweep and of the
@@ -209,7 +238,7 @@ func (s *Store) maybeSweep(now int64) {
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.tats)
+	return len(s.tats) + len(s.wins)
 }
 
 // TAT returns the TAT of the bucket key (Unix ns; 0 for a bucket the store

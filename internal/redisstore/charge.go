@@ -20,7 +20,10 @@ var _ store.Charger = (*Store)(nil)
 // Charge books units more of cost in bucket b in Redis (see
 // store.Charger), one charge.lua call.
 func (s *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
-	if units == 0 {
+	if units == 0 || b.Algorithm.Windowed() {
+		// A window bucket counts a request in the window it departed in,
+		// which a correction would have to find again: the root does not
+		// ask (Rule.ActualCost is for leaky and token buckets).
 		return nil
 	}
 	limit := MaxSpanMicros / max(Micros(b.Interval), 1)

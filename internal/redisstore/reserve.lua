@@ -16,14 +16,35 @@
 --            negative one books nothing and only reports the wait.
 -- ARGV[a+2]  floor: the earliest departure in µs after now (0 unless the
 --            request's buckets are split over several calls).
--- ARGV[a+5i-2] … ARGV[a+5i+2]   bucket i's rule interval in µs (≥ 1),
---            burst, cost (1 ≤ cost ≤ burst), lateness tolerance in µs
---            (≥ 0), and the units of cost this replica sent in the bucket
---            since it last reported them (≥ 0), added to the bucket's count
---            while it is counted (see bucket.lua) and the request booked.
+-- Then each bucket's arguments, from j = a+3 on, 5 for a leaky or token
+-- bucket (their bookings are alike; only pause.lua tells them apart), 7 for
+-- a window bucket, told apart by the sign of the first:
+--   leaky or token bucket: ARGV[j] … ARGV[j+4]: its rule interval in µs
+--            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance in
+--            µs (≥ 0), and the units of cost this replica sent in the
+--            bucket since it last reported them (≥ 0), added to the
+--            bucket's count while it is counted (see bucket.lua) and the
+--            request booked.
+--   window bucket: ARGV[j] … ARGV[j+6]: minus its algorithm's code (see
+--            window.lua), its quota per window, cost (1 ≤ cost ≤ quota),
+--            the rule's interval Period/Rate in µs (what a cap compares
+--            with), the units sent (as above), the window in µs and the
+--            fixed window's anchor in µs (0 for the others). A window
+--            bucket is booked at the departure, never deferred.
+-- A request of leaky and token buckets alone thus sends what it sent
+-- before the window algorithms, and the one-bucket fast path is the same.
+--
+-- A request of leaky and token buckets departs at the latest of their
+-- earliest times. A window bucket's earliest time depends on the time
+-- asked (its window may be full then, and the next have room), so with
+-- one the departure is found by rounds: each bucket moves it to its
+-- earliest time at or after it, until none does. Each round moves it to a
+-- later window or past an entry, so the rounds end, at the latest past
+-- every booking made.
 --
 -- Heartbeat (at most once per interval per replica, see heartbeat.lua):
--- when na == 5·nk - 1, the request's last key is the namespace's replica set
+-- when the arguments of nk - 1 buckets leave two over, the request's last
+-- key is the namespace's replica set
 -- (it shares the buckets' {hash tag}) and its last two arguments are this
 -- replica's id and TTL in µs. The replica is registered before the
 -- buckets are looked at, whether or not the request is booked, and the
@@ -41,7 +62,9 @@
 --   held     µs from now until the latest end of a pause in force in the
 --            request's buckets (their hold, see pause.lua), or 0.
 --   prev_i, booked_i  bucket i's TAT (µs) before and after the booking, for
---            refund.lua; both 0 for a deferred bucket.
+--            refund.lua; both 0 for a deferred bucket. For a window
+--            bucket: the start of the window booked (the departure, for a
+--            sliding log) and the cost.
 --   n_i      bucket i's count (see bucket.lua): 1 plus the units the
 --            fleet has reported sent in it since it was first capped, this
 --            request's report included; 0 when it is not counted or was
@@ -103,29 +126,95 @@ local function reserve(k, nk, a, na, now)
   local n = nk
   local depart, limiter = now + ARGV[a + 2], 0
   local head = ''
-  if na == 5 * nk - 1 then
-    n = n - 1
-    head = string.format(' %d', beat(KEYS[k + nk], ARGV[a + 5 * n + 3], ARGV[a + 5 * n + 4] + 0, now))
+  -- js[i]: where bucket i's arguments start.
+  local js = {}
+  local j = a + 3
+  for i = 1, nk do
+    js[i] = j
+    if ARGV[j] + 0 < 0 then
+      j = j + 7
+    else
+      j = j + 5
+    end
+    if i == nk - 1 and j == a + na - 1 then
+      n = n - 1
+      head = string.format(' %d', beat(KEYS[k + nk], ARGV[j], ARGV[j + 1] + 0, now))
+      break
+    end
   end
-  local tats, ads, holds, ivs, ats, ns = {}, {}, {}, {}, {}, {}
+  -- Per bucket: its state (tats, ads, holds, ns: TAT, cap, hold and count
+  -- as bucket.lua loads them; for a window bucket tats holds its counts
+  -- and envs its envelope), its interval in force and its earliest time.
+  local tats, ads, holds, ivs, ats, ns, envs, civs = {}, {}, {}, {}, {}, {}, {}, {}
+  local windows = false
+  local W -- window.lua's functions, made for the first window bucket
   local held = 0
   for i = 1, n do
-    local j = a + 5 * i - 2
-    local tat, ad, _, hold, cnt = load(KEYS[k + i], now)
-    if hold and hold - now > held then
-      held = hold - now
+    local j = js[i]
+    local key = KEYS[k + i]
+    if ARGV[j] + 0 > 0 then
+      local tat, ad, _, hold, cnt = load(key, now)
+      if hold and hold - now > held then
+        held = hold - now
+      end
+      local iv = ARGV[j] + 0
+      if ad then
+        iv = interval(iv, ad, now)
+      end
+      local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
+      if at < now then
+        at = now
+      end
+      tats[i], ads[i], holds[i], ivs[i], ats[i], ns[i] = tat, ad, hold, iv, at, cnt
+      if at > depart then
+        depart, limiter = at, i - 1
+      end
+    else
+      windows = true
+      W = W or windowLib()
+      local e = W.loadEnv(W.envKey(key), now)
+      envs[i] = e
+      if e[3] - now > held then
+        held = e[3] - now
+      end
+      civs[i] = W.capInterval(e[2], ARGV[j + 3] + 0, now)
+      if ARGV[j] + 0 ~= -3 then
+        tats[i] = W.loadCounts(key)
+      end
     end
-    local iv = ARGV[j] + 0
-    if ad then
-      iv = interval(iv, ad, now)
+  end
+  -- earliest returns window bucket i's earliest time at or after t.
+  local function earliest(i, t)
+    local j = js[i]
+    local e = envs[i]
+    if civs[i] then
+      local at = (e[1] > now and e[1] or now) + (ARGV[j + 2] - 1) * civs[i]
+      if at > t then
+        t = at
+      end
     end
-    local at = (tat > now and tat or now) + (ARGV[j + 2] - ARGV[j + 1]) * iv
-    if at < now then
-      at = now
+    local alg, p, q, cost = -ARGV[j], ARGV[j + 5] + 0, ARGV[j + 1] + 0, ARGV[j + 2] + 0
+    if alg == 2 then
+      return W.fixedAt(tats[i], p, q, ARGV[j + 6] + 0, t, e[3], cost)
+    elseif alg == 4 then
+      return W.counterAt(tats[i], p, q, t, e[3], cost)
     end
-    tats[i], ads[i], holds[i], ivs[i], ats[i], ns[i] = tat, ad, hold, iv, at, cnt
-    if at > depart then
-      depart, limiter = at, i - 1
+    return W.logAt(KEYS[k + i], p, q, t, e[3], cost, now)
+  end
+  if windows then
+    local moved = true
+    while moved do
+      moved = false
+      for i = 1, n do
+        if envs[i] then
+          local at = earliest(i, depart)
+          if at > depart then
+            depart, limiter, moved = at, i - 1, true
+          end
+        elseif ats[i] > depart then
+          depart, limiter, moved = ats[i], i - 1, true
+        end
+      end
     end
   end
   local wait = depart - now
@@ -135,11 +224,45 @@ local function reserve(k, nk, a, na, now)
   end
   local reply = string.format('1 %d %d%s %d', wait, limiter, head, held)
   for i = 1, n do
-    local j = a + 5 * i - 2
-    local at = ats[i]
-    if depart ~= at and depart - at > ARGV[j + 3] + 0 then
+    local j = js[i]
+    local e = envs[i]
+    if e then
+      local alg, p, cost = -ARGV[j], ARGV[j + 5] + 0, ARGV[j + 2] + 0
+      local key = KEYS[k + i]
+      local prev = depart
+      if alg == 3 then
+        W.logBook(key, p, depart, cost, now)
+      else
+        local c = tats[i]
+        local anchor = 0
+        local keep = p
+        if alg == 2 then
+          anchor, keep = ARGV[j + 6] + 0, 0
+          W.countTrim(c, p, W.wstart(now, p, anchor))
+        else
+          W.countTrim(c, p, W.wstart(now, p, 0) - p)
+        end
+        prev = W.wstart(depart, p, anchor)
+        W.countAdd(c, p, prev, cost)
+        if depart > c[1] then
+          c[1] = depart
+        end
+        W.saveCounts(key, c, p, now, keep)
+      end
+      if civs[i] then
+        e[1] = (e[1] > depart and e[1] or depart) + cost * civs[i]
+      end
+      if e[2] then
+        e[4] = e[4] + ARGV[j + 4]
+      end
+      if e[2] or civs[i] then
+        W.saveEnv(W.envKey(key), e, now, p)
+      end
+      reply = reply .. string.format(' %d %d %d', prev, cost, e[2] and e[4] or 0)
+    elseif depart ~= ats[i] and depart - ats[i] > ARGV[j + 3] + 0 then
       reply = reply .. ' 0 0 0'
     else
+      local at = ats[i]
       local tat = tats[i]
       local booked = (tat > at and tat or at) + ARGV[j + 2] * ivs[i]
       local cnt = ns[i]

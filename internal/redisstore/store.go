@@ -28,12 +28,16 @@ type Clock interface {
 var (
 	//go:embed bucket.lua
 	bucketLua string
+	//go:embed window.lua
+	windowLua string
+	// headLua is what every script that touches a bucket starts with.
+	headLua = bucketLua + windowLua
 
 	//go:embed reserve.lua
 	reserveLua string
 	//go:embed reserve_call.lua
 	reserveCallLua string
-	reserveSrc     = bucketLua + heartbeatLua + reserveLua + reserveCallLua
+	reserveSrc     = headLua + heartbeatLua + reserveLua + reserveCallLua
 	reserveScript  = redis.NewScript(reserveSrc)
 	// reserveSHA and reserveSrcArg are boxed once, not per call.
 	reserveSHA    any = reserveScript.Hash()
@@ -41,26 +45,26 @@ var (
 
 	//go:embed reserve_batch.lua
 	reserveBatchLua    string
-	reserveBatchSrc        = bucketLua + heartbeatLua + reserveLua + reserveBatchLua
+	reserveBatchSrc        = headLua + heartbeatLua + reserveLua + reserveBatchLua
 	reserveBatchScript     = redis.NewScript(reserveBatchSrc)
 	reserveBatchSHA    any = reserveBatchScript.Hash()
 	reserveBatchSrcArg any = reserveBatchSrc
 
 	//go:embed refund.lua
 	refundLua    string
-	refundScript = redis.NewScript(bucketLua + refundLua)
+	refundScript = redis.NewScript(headLua + refundLua)
 
 	//go:embed pause.lua
 	pauseLua    string
-	pauseScript = redis.NewScript(bucketLua + pauseLua)
+	pauseScript = redis.NewScript(headLua + pauseLua)
 
 	//go:embed limit.lua
 	limitLua    string
-	limitScript = redis.NewScript(bucketLua + limitLua)
+	limitScript = redis.NewScript(headLua + limitLua)
 
 	//go:embed hold.lua
 	holdLua    string
-	holdScript = redis.NewScript(bucketLua + holdLua)
+	holdScript = redis.NewScript(headLua + holdLua)
 )
 
 // errRedisReply reports a script reply of an unexpected shape: a Redis (or
@@ -74,9 +78,12 @@ var errRedisReply = errors.New("throttle: unexpected reply from Redis")
 const MaxSpanMicros = 1 << 49
 
 // Store keeps buckets in Redis, shared by every Transport using the
-// same Redis and namespace. A bucket is one string key holding its TAT in
-// Unix microseconds of Redis's clock; the scripts run the same GCRA steps as
-// the local store (internal/localstore). It is safe for concurrent use (go-redis clients are).
+// same Redis and namespace. A leaky or token bucket is one string key
+// holding its TAT in Unix microseconds of Redis's clock; the scripts run the
+// same GCRA steps as the local store (internal/localstore). A window
+// bucket is a string of window counts or, for a sliding log, a sorted set,
+// with an envelope key beside it (window.lua); the scripts run
+// internal/algorithm's steps. It is safe for concurrent use (go-redis clients are).
 type Store struct {
 	rdb redis.UniversalClient
 	ns  string
@@ -269,14 +276,15 @@ func (u *redisBooking) refund(ctx context.Context) error {
 // refundGroup runs refund.lua for the buckets at indices idx.
 func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
 	keys := make([]string, 0, len(idx))
-	args := make([]any, 1, 1+2*len(idx))
+	args := make([]any, 1, 1+4*len(idx))
 	args[0] = u.s.nowArg()
 	for _, i := range idx {
 		if u.booked[i] == 0 {
 			continue // deferred: nothing was booked
 		}
-		keys = append(keys, u.s.key(&u.buckets[i]))
-		args = append(args, u.prev[i], u.booked[i])
+		b := &u.buckets[i]
+		keys = append(keys, u.s.key(b))
+		args = append(args, u.prev[i], u.booked[i], int64(b.Algorithm), windowMicros(b))
 	}
 	if len(keys) == 0 {
 		return nil
@@ -307,6 +315,39 @@ func spanMicros(d time.Duration, up bool) int64 {
 		us++
 	}
 	return min(us, MaxSpanMicros)
+}
+
+// bucketArgs returns the number of reserve.lua's arguments for bucket b
+// (see its header): 7 for a window bucket, 5 for the others, as before
+// there were window buckets.
+func bucketArgs(b *store.Bucket) int {
+	if b.Algorithm.Windowed() {
+		return 7
+	}
+	return 5
+}
+
+// windowMicros returns the window of a window bucket in µs (its rule's
+// Period), 0 for a leaky or token bucket.
+func windowMicros(b *store.Bucket) int64 {
+	if !b.Algorithm.Windowed() {
+		return 0
+	}
+	return Micros(b.Period)
+}
+
+// anchorMicros returns a fixed window's anchor in µs within [0, window),
+// 0 for every other bucket.
+func anchorMicros(b *store.Bucket) int64 {
+	if b.Algorithm != store.FixedWindow {
+		return 0
+	}
+	p := Micros(b.Period)
+	a := int64(b.Anchor/time.Microsecond) % p
+	if a < 0 {
+		a += p
+	}
+	return a
 }
 
 // key returns the Redis key of bucket b.
@@ -527,7 +568,10 @@ type bookedTATs struct {
 // does.
 func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs) (groupReply, error) {
 	bs := q.bs
-	nk, nn := len(bs), 3+5*len(bs)
+	nk, nn := len(bs), 3
+	for i := range bs {
+		nn += bucketArgs(&bs[i])
+	}
 	if q.beat {
 		// The replica set; room for the id and the TTL in the
 		// arguments (nums[nn-2] stays unused: the id goes by pointer).
@@ -548,11 +592,20 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 	c.begin(now)
 	c.nums[1], c.nums[2] = q.maxWait, q.floor
 	c.add(&c.nums[1], &c.nums[2])
-	for i := range bs {
-		j := 3 + 5*i
-		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(bs[i].Interval), bs[i].Burst, bs[i].Cost
-		c.nums[j+3], c.nums[j+4] = spanMicros(bs[i].Lateness, false), bs[i].Sent
+	for i, j := 0, 3; i < len(bs); i++ {
+		b := &bs[i]
+		if b.Algorithm.Windowed() {
+			c.nums[j], c.nums[j+1], c.nums[j+2] = -int64(b.Algorithm), b.Burst, b.Cost
+			c.nums[j+3], c.nums[j+4] = Micros(b.Interval), b.Sent
+			c.nums[j+5], c.nums[j+6] = windowMicros(b), anchorMicros(b)
+			c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6])
+			j += 7
+			continue
+		}
+		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(b.Interval), b.Burst, b.Cost
+		c.nums[j+3], c.nums[j+4] = spanMicros(b.Lateness, false), b.Sent
 		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
+		j += 5
 	}
 	if q.beat {
 		_, c.nums[nn-1] = s.hb.args()
@@ -660,11 +713,12 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
-		args := make([]any, 0, 2+2*len(idx))
+		args := make([]any, 0, 2+4*len(idx))
 		args = append(args, s.nowArg(), spanMicros(d, true))
 		for _, i := range idx {
-			keys = append(keys, s.key(&bs[i]))
-			args = append(args, Micros(bs[i].Interval), bs[i].Burst)
+			b := &bs[i]
+			keys = append(keys, s.key(b))
+			args = append(args, Micros(b.Interval), b.Burst, int64(b.Algorithm), windowMicros(b))
 		}
 		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
 		errs = append(errs, err)
@@ -674,7 +728,7 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 
 func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	span := max(spanMicros(c.Span, true), 1)
-	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span)
+	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b))
 	return err
 }
 
@@ -682,10 +736,13 @@ func (s *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, err
 	var held int64
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
+		args := make([]any, 1, 1+len(idx))
+		args[0] = s.nowArg()
 		for _, i := range idx {
 			keys = append(keys, s.key(&bs[i]))
+			args = append(args, int64(bs[i].Algorithm))
 		}
-		cmd, err := s.runScript(ctx, "hold", holdScript, keys, s.nowArg())
+		cmd, err := s.runScript(ctx, "hold", holdScript, keys, args...)
 		if err != nil {
 			return 0, err
 		}

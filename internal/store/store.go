@@ -29,8 +29,10 @@ var ErrUnavailable = errors.New("throttle: store unavailable")
 type Store interface {
 	// Reserve books one slot in every bucket of bs, all or nothing, if the
 	// request can depart within maxWait, and returns the wait until it may
-	// depart. Each bucket is booked at the request's earliest time in it;
-	// the request departs at the latest of those times. When the wait
+	// depart. Each leaky or token bucket is booked at the request's
+	// earliest time in it; the request departs at the earliest time at or
+	// after all of those at which every window bucket (Algorithm.Windowed)
+	// has room too, and is counted there in each window bucket. When the wait
 	// would exceed maxWait nothing is booked and the reservation has ok
 	// false and the wait that would have been needed. An error means the
 	// store could not decide; nothing was booked. The reservation gives
@@ -64,6 +66,25 @@ type Cap struct {
 	Span  time.Duration
 }
 
+// Algorithm is how a bucket decides (see the root's algorithm.go and
+// internal/algorithm). Its values are the codes the Redis scripts dispatch
+// on, so they never change; the zero value is the leaky bucket.
+type Algorithm uint8
+
+// The algorithms of a bucket.
+const (
+	LeakyBucket    Algorithm = 0 // GCRA: a TAT per bucket
+	TokenBucket    Algorithm = 1 // GCRA's maths, emptied by a pause
+	FixedWindow    Algorithm = 2 // a count per window of Period, at Anchor + k·Period
+	SlidingLog     Algorithm = 3 // a timestamp per unit of cost departed in the last Period
+	SlidingCounter Algorithm = 4 // the current and previous windows' counts, weighted
+)
+
+// Windowed reports whether a is one of the window algorithms, whose
+// Burst is the window's quota and whose Period and Anchor place the
+// windows.
+func (a Algorithm) Windowed() bool { return a >= FixedWindow }
+
 // Bucket is one Bucket a request needs, with the parameters of its rule.
 type Bucket struct {
 	Key      string        // unique within a Transport: the rule name, then the hashed partition key
@@ -84,6 +105,18 @@ type Bucket struct {
 	// last reported them to the store: reserve adds them to the bucket's
 	// count (see Store.Limit) when it books the request.
 	Sent int64
+	// Algorithm is the rule's algorithm. For the window algorithms
+	// (Algorithm.Windowed) Burst is the quota per window (the rule's Rate
+	// less its headroom), Interval the rule's Period/Rate (what a feedback
+	// cap compares with), Lateness is not used (a window bucket is booked
+	// at the departure, never deferred), and Period is the window.
+	Algorithm Algorithm
+	// Anchor places a FixedWindow's boundaries at the Unix epoch + Anchor
+	// + k·Period: 0 puts them on multiples of Period since the epoch (an
+	// hourly window then resets on the hour, as GitHub's does). A root
+	// that learns the server's reset instant R from its headers sets
+	// Anchor to R mod Period (any value is taken modulo Period).
+	Anchor time.Duration
 }
 
 // Reservation is a store's answer to reserve. It owns its undo, as
@@ -133,9 +166,11 @@ type Reservation struct {
 
 // Undo gives a booking back. Each store makes its own, holding what it needs
 // to find the booking again. Cancel gives back the booking's slot in every
-// bucket where it is still the last one booked: a slot with later bookings
-// behind it stays spent, and the requests behind keep their place in the
-// queue. It does so once: later calls, from any copy of the reservation,
+// leaky or token bucket where it is still the last one booked: a slot with
+// later bookings behind it stays spent, and the requests behind keep their
+// place in the queue. A window bucket always gets the cost back while its
+// window is kept (fewer counted only lowers what later requests were
+// admitted under); the slot of a cap's constraint on it stays spent. It does so once: later calls, from any copy of the reservation,
 // do nothing and return nil. An error means the store could not be told;
 // the slots it could not reach stay spent, which errs on the side of the
 // limit.
@@ -267,7 +302,7 @@ type Charger interface {
 	// now if the bucket had room. A negative units is a refund: the next
 	// free slot moves earlier by -units, never before now, and a bucket
 	// with room already gets nothing (its capacity for the past is gone).
-	// An error means the store could not be told; the bucket keeps the
-	// estimate.
+	// A window bucket (Algorithm.Windowed) is left as it is. An error
+	// means the store could not be told; the bucket keeps the estimate.
 	Charge(ctx context.Context, b Bucket, units int64) error
 }

@@ -1,0 +1,125 @@
+package throttle
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/store"
+)
+
+// Algorithm is how a rule counts its Limit: the queue of a leaky bucket
+// (the default), a token bucket, or one of three windows. Every algorithm
+// makes a request that does not fit wait for the earliest instant it does
+// (within WithMaxWait and its context), booking that instant at once so
+// that waiters queue without polling, and gives the booking back when the
+// wait is cancelled (see docs/ALGORITHMS.md for where it cannot). A
+// request matched by rules of different algorithms is booked in all of
+// them at once, or in none.
+//
+// The zero Algorithm is LeakyBucket. An Algorithm is a plain value, safe to
+// copy and share.
+type Algorithm uint8
+
+const (
+	// LeakyBucket is a queue run by the generic cell rate algorithm: Rate
+	// per Period, one unit of cost every Period/Rate, Burst at once. It
+	// suits the providers that drain a bucket, such as Shopify's REST API
+	// (a bucket of 40 draining 2 a second). The zero Algorithm.
+	LeakyBucket Algorithm = iota
+	// TokenBucket holds Burst tokens, refilled at Rate per Period; a
+	// request takes its cost in tokens. With waits booked ahead it makes
+	// the leaky bucket's decisions, except after a pause: the leaky
+	// bucket lets one request go at the pause's end, the token bucket has
+	// no tokens then and refills from there.
+	TokenBucket
+	// FixedWindow lets at most Rate units of cost depart in each window of
+	// Period, on boundaries at multiples of Period since the Unix epoch
+	// (an hourly window resets on the hour, as GitHub's does). Up to twice
+	// Rate can depart within one Period across a boundary. Burst must be 0:
+	// a window's whole quota may go at once.
+	FixedWindow
+	// SlidingLog keeps the departure time of every unit of cost of the
+	// last Period and lets at most Rate of them lie in any Period: exact,
+	// at the price of memory per unit of Rate. Burst must be 0.
+	SlidingLog
+	// SlidingCounter estimates the units of the last Period from two fixed
+	// windows, the previous window's count weighted by the fraction of it
+	// still inside the sliding window, plus the current window's count, and
+	// keeps the estimate at most Rate: nearly a sliding log, in the memory
+	// of a fixed window. Burst must be 0.
+	SlidingCounter
+)
+
+// String returns the algorithm's Go name, such as "FixedWindow", or
+// "Algorithm(9)" for a value that names none.
+func (a Algorithm) String() string {
+	switch a {
+	case LeakyBucket:
+		return "LeakyBucket"
+	case TokenBucket:
+		return "TokenBucket"
+	case FixedWindow:
+		return "FixedWindow"
+	case SlidingLog:
+		return "SlidingLog"
+	case SlidingCounter:
+		return "SlidingCounter"
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// storeAlgorithm returns the store's code for a, which the stores and the
+// Redis scripts dispatch on.
+func (a Algorithm) storeAlgorithm() store.Algorithm {
+	switch a {
+	case TokenBucket:
+		return store.TokenBucket
+	case FixedWindow:
+		return store.FixedWindow
+	case SlidingLog:
+		return store.SlidingLog
+	case SlidingCounter:
+		return store.SlidingCounter
+	}
+	return store.LeakyBucket
+}
+
+// windowed reports whether a counts in windows of Period (and has no
+// Burst).
+func (a Algorithm) windowed() bool {
+	return a == FixedWindow || a == SlidingLog || a == SlidingCounter
+}
+
+// maxWindowProduct bounds a window rule's quota times its Period in
+// microseconds: the Redis scripts hold both in Lua doubles, exact below
+// 2^53, and multiply them.
+const maxWindowProduct = 1 << 53
+
+// checkAlgorithm validates the fields of rule r that depend on its
+// algorithm; bad builds the error. It returns nil for a valid rule.
+func checkAlgorithm(r *Rule, bad func(field, reason string) error) error {
+	a := r.Algorithm
+	switch {
+	case a > SlidingCounter:
+		return bad("Algorithm", fmt.Sprintf("unknown algorithm %v", a))
+	case a.windowed() && r.Limit.Burst != 0:
+		return bad("Limit.Burst", fmt.Sprintf(
+			"must be 0 for %v, got %d: a window's quota (Rate) may depart at once, so a burst means nothing there", a, r.Limit.Burst))
+	case !a.windowed() && r.Limit.Burst < 1:
+		return bad("Limit.Burst", fmt.Sprintf("must be >= 1, got %d", r.Limit.Burst))
+	case a.windowed() && r.Limit.Period < time.Microsecond:
+		return bad("Limit.Period", fmt.Sprintf("must be at least 1µs for %v, got %v", a, r.Limit.Period))
+	case a.windowed() && float64(r.Limit.Rate)*float64(r.Limit.Period/time.Microsecond) >= maxWindowProduct:
+		return bad("Limit.Rate", fmt.Sprintf(
+			"%d per %v is beyond %v: Rate times Period in microseconds must stay below 2^53", r.Limit.Rate, r.Limit.Period, a))
+	}
+	return nil
+}
+
+// windowQuota returns the quota per window of a window rule of Limit l kept
+// headroom below its rate: ⌊Rate·(1-headroom)⌋, at least 1.
+func windowQuota(l Limit, headroom float64) int64 {
+	q := math.Floor(float64(l.Rate) * (1 - headroom))
+	return max(int64(q), 1)
+}
