@@ -123,3 +123,45 @@ func windowQuota(l Limit, headroom float64) int64 {
 	q := math.Floor(float64(l.Rate) * (1 - headroom))
 	return max(int64(q), 1)
 }
+
+// slidingLogWindow returns the window a SlidingLog rule of Limit l keeps
+// its log over: Period plus the rule's headroom of it (at most
+// maxWindowGuard). Its quota is then the whole Rate (see newBucket). The
+// log holds each request at the instant the fleet booked it, but the
+// server counts it when it arrives, a transit, a wake-up and a pacing
+// later, and those delays vary: a request the log lets go the moment the
+// oldest one leaves it reaches the server before the server's oldest one
+// has left its window whenever the new one's delay is the shorter
+// (measured: 2-4 rejections a run in internal/algorithmtest's sliding-log
+// cell with a window of Period and a quota of Rate less the headroom).
+// A window longer by the headroom keeps the requests it separates apart by
+// a Period at the server for delays that differ by up to the headroom of
+// the window, the lateness a waiter may have (see latenessFor), at the
+// same average rate as a quota less the headroom.
+func slidingLogWindow(l Limit, headroom float64) time.Duration {
+	return l.Period + min(time.Duration(headroom*float64(l.Period)), maxWindowGuard)
+}
+
+// windowGuard is how long after its slot a request waiting for a fixed
+// window's or a sliding counter's room leaves: the rule's headroom of its
+// window, at most maxWindowGuard; 0 for the leaky and token buckets and
+// the sliding log. A window's slot is an
+// instant in the fleet's clock (Redis's) where the server's count changes
+// (a fixed window's start, the moment the oldest request of a sliding
+// window leaves it), and the server's clock and the wait's estimate (half
+// the store call's round trip, see acquireOnce) are off by an unknown
+// amount: a request that leaves 12 µs before its window starts is counted
+// in the full window before it and rejected (measured: one rejection a run
+// at a window of 1 s, internal/algorithmtest's fixed cell, before the
+// guard). A leaky or token bucket has a burst and lateness for that.
+func windowGuard(b *store.Bucket) time.Duration {
+	if !b.Algorithm.Windowed() || b.Algorithm == store.SlidingLog {
+		// A sliding log's longer window does it (slidingLogWindow).
+		return 0
+	}
+	return min(time.Duration(b.Headroom*float64(b.Period)), maxWindowGuard)
+}
+
+// maxWindowGuard bounds windowGuard: a second covers any clock skew NTP
+// leaves between hosts, and an hourly window does not wait 72 s.
+const maxWindowGuard = time.Second

@@ -66,6 +66,10 @@ func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 		return newLeakyBucket(l, headroom)
 	}
 	l.Burst = int(windowQuota(l, headroom))
+	if a == SlidingLog {
+		// Its headroom is in its window instead (slidingLogWindow).
+		l.Burst = l.Rate
+	}
 	return newLeakyBucket(l, headroom)
 }
 

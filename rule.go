@@ -170,6 +170,10 @@ type compiledRule struct {
 	leakyBucket
 	headroom  float64
 	algorithm store.Algorithm
+	// window is what the stores count a window bucket over
+	// (store.Bucket.Period): the rule's Period, longer for a sliding log
+	// (slidingLogWindow).
+	window time.Duration
 }
 
 // maxConcurrency bounds Rule.Concurrency: far above any provider's cap
@@ -234,7 +238,11 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 		if lb.interval <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
 		}
-		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: r.Algorithm.storeAlgorithm()})
+		window := r.Limit.Period
+		if r.Algorithm == SlidingLog {
+			window = slidingLogWindow(r.Limit, headroom)
+		}
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: r.Algorithm.storeAlgorithm(), window: window})
 	}
 	return out, nil
 }

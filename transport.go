@@ -286,7 +286,7 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.Limit.Period, Headroom: c.headroom, Algorithm: c.algorithm})
+		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm})
 	}
 	return bs, nil
 }
@@ -375,6 +375,9 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 	}
 	if !r.OK {
 		return feedback.Booking{}, waitError(&r, budget, reason)
+	}
+	if r.Wait > 0 {
+		r.Wait += windowGuard(&bs[r.Limiter])
 	}
 	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts}
 	t.views.Booked(bs, &r, now.UnixNano())

@@ -127,6 +127,10 @@ type RuleConfig struct {
 	Methods    []string      `json:"methods,omitempty"`
 	PathPrefix string        `json:"path_prefix,omitempty"`
 	Path       string        `json:"path,omitempty"`
+	// Algorithm names the rule's algorithm (throttle.Rule.Algorithm):
+	// "leaky" or "" (the default), "token", "fixed", "sliding-log" or
+	// "sliding-counter".
+	Algorithm string `json:"algorithm,omitempty"`
 	// KeyHeader, when set, partitions the rule by that request header
 	// (throttle.KeyHeader).
 	KeyHeader string `json:"key_header,omitempty"`
@@ -153,6 +157,7 @@ func (rc RuleConfig) Rule() throttle.Rule {
 		r.Limit = throttle.Limit{}
 	}
 	r.Concurrency = rc.Concurrency
+	r.Algorithm = algorithms[rc.Algorithm]
 	if len(rc.MethodCosts) > 0 {
 		costs := rc.MethodCosts
 		r.Cost = func(req *http.Request) int {
@@ -190,6 +195,11 @@ func (c *WorkerConfig) validate() error {
 	if _, err := priorityOf(c.Priority); err != nil {
 		return fmt.Errorf("fleettest: worker %d: %w", c.ID, err)
 	}
+	for _, r := range c.Rules {
+		if _, ok := algorithms[r.Algorithm]; !ok {
+			return fmt.Errorf("fleettest: worker %d: rule %q: unknown algorithm %q", c.ID, r.Name, r.Algorithm)
+		}
+	}
 	return nil
 }
 
@@ -220,4 +230,10 @@ func priorityOf(name string) (throttle.Priority, error) {
 		return throttle.PriorityHigh, nil
 	}
 	return 0, fmt.Errorf("unknown priority %q (low, normal or high)", name)
+}
+
+// algorithms are the names RuleConfig.Algorithm takes.
+var algorithms = map[string]throttle.Algorithm{
+	"": throttle.LeakyBucket, "leaky": throttle.LeakyBucket, "token": throttle.TokenBucket,
+	"fixed": throttle.FixedWindow, "sliding-log": throttle.SlidingLog, "sliding-counter": throttle.SlidingCounter,
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/algorithm"
 )
 
 // Quota makes the server enforce a strict limit, as a real API does: a
@@ -16,6 +18,10 @@ type Quota struct {
 	Window time.Duration
 	// Kind is how the window counts; the zero value is [SlidingLog].
 	Kind WindowKind
+	// UnixAligned aligns a FixedWindow's windows to multiples of Window
+	// since the Unix epoch, as a client's throttle.FixedWindow rule aligns
+	// its own by default, instead of to the server's start.
+	UnixAligned bool
 
 	// Shape words the answers: the rate-limit fields of every answer and
 	// the form of a rejection. The zero Shape says nothing: a rejection is
@@ -69,14 +75,24 @@ const (
 	// (now-Window, now]. Its reset is when the oldest of them leaves.
 	SlidingLog WindowKind = iota
 	// FixedWindow counts the requests accepted in the current window:
-	// windows of Window each, aligned to the server's epoch, the count
-	// starting afresh at each window's end, which is its reset.
+	// windows of Window each, aligned to the server's epoch (or, with
+	// Quota.UnixAligned, to multiples of Window since the Unix epoch), the
+	// count starting afresh at each window's end, which is its reset.
 	FixedWindow
+	// SlidingCounter estimates the count of the trailing Window as
+	// throttle.SlidingCounter does (internal/algorithm's counter, on
+	// windows aligned to the Unix epoch): the previous window's count
+	// weighted by the part of it still inside, plus the current window's.
+	// It sends no rate-limit headers (its zero Shape).
+	SlidingCounter
 )
 
 func (k WindowKind) String() string {
-	if k == FixedWindow {
+	switch k {
+	case FixedWindow:
 		return "fixed"
+	case SlidingCounter:
+		return "sliding-counter"
 	}
 	return "sliding"
 }
@@ -103,6 +119,11 @@ type counter struct {
 	accepted []time.Duration
 	// FixedWindow: the accepted requests of each recent window, by index.
 	counts map[int64]int
+	// unixAt converts an offset from the epoch to Unix µs, for the
+	// windows aligned to the Unix epoch (UnixAligned, SlidingCounter).
+	unixAt func(time.Duration) int64
+	// SlidingCounter: the counts of the recent windows.
+	sc algorithm.Counts
 }
 
 // verdict is a counter's decision on one request; its times are offsets
@@ -117,8 +138,23 @@ type verdict struct {
 // take decides one request arriving at at (an offset from the epoch) and
 // counts it when accepted.
 func (c *counter) take(at time.Duration) verdict {
+	if c.kind == SlidingCounter {
+		w := algorithm.Window{Period: c.window.Microseconds(), Quota: int64(c.limit)}
+		t := max(c.unixAt(at), c.sc.Last)
+		ok := algorithm.CounterAt(w, &c.sc, t, 0, 1) == t
+		if ok {
+			algorithm.CounterBook(w, &c.sc, t, t, 1)
+		}
+		return verdict{ok: ok, retryAfter: c.window / 10}
+	}
 	if c.kind == FixedWindow {
-		k := int64(at / c.window)
+		var shift time.Duration
+		if c.unixAt != nil {
+			// Offsets shifted so that window k starts on a multiple of
+			// the window since the Unix epoch.
+			shift = time.Duration(c.unixAt(0)%c.window.Microseconds()) * time.Microsecond
+		}
+		k := int64((at + shift) / c.window)
 		if c.counts == nil {
 			c.counts = make(map[int64]int)
 		}
@@ -133,7 +169,7 @@ func (c *counter) take(at time.Duration) verdict {
 				delete(c.counts, old)
 			}
 		}
-		end := time.Duration(k+1) * c.window
+		end := time.Duration(k+1)*c.window - shift
 		return verdict{ok: ok, remaining: c.limit - c.counts[k], reset: end, replenished: end, retryAfter: end - at}
 	}
 	// Forget accepted requests that left the window (now-Window, now].

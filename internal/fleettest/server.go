@@ -189,6 +189,10 @@ func NewServer(t testing.TB, opts ...ServerOption) *Server {
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// A fleet opens dozens of keep-alive connections; the defaults suit.
 	s.epoch = time.Now()
+	if s.quota.UnixAligned || s.quota.Kind == SlidingCounter {
+		epoch := s.epoch
+		s.counter.unixAt = func(d time.Duration) int64 { return epoch.Add(d).UnixMicro() }
+	}
 	s.srv.Start()
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)

@@ -1,0 +1,108 @@
+package algorithmtest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/fleettest"
+	"github.com/throttlekit/throttle/internal/redistest"
+)
+
+// algoCell is one algorithm against a server enforcing the same one.
+type algoCell struct {
+	algorithm string
+	burst     int
+	server    fleettest.ServerOption
+}
+
+const (
+	algoWorkers = 4
+	algoRun     = 4 * time.Second
+	// algoSettle is left out of the use at the start (the first window)
+	// and at the end.
+	algoSettle = time.Second
+	algoRate   = 100
+)
+
+// TestFleetPerAlgorithm: four processes × 8 goroutines share one rule of
+// 100 requests/s through Redis, against a strict server enforcing the same
+// algorithm and quota: the leaky bucket and the sliding log against a
+// sliding log of 100 in any trailing second, the token bucket against a
+// bucket of 10 refilled at 100/s, the fixed window against fixed windows
+// of 100 a second aligned to the Unix second (as the rule's are by
+// default), the sliding counter against the same estimate. Every cell
+// must see no rejection, no failed request, and use at least 0.95 of the
+// quota after the first second (the rules keep 2 % of headroom, so 0.98
+// at most).
+func TestFleetPerAlgorithm(t *testing.T) {
+	cells := []algoCell{
+		{"leaky", 1, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second})},
+		// A token bucket's rule keeps one interval of the server's bucket
+		// for jitter, as providers.ShopifyPreset keeps a second's leak:
+		// a fleet that starts with the server's whole bucket has no slack
+		// for a request that arrives early.
+		{"token", 9, fleettest.WithPoints(algoRate, time.Second, 10, func(*http.Request, int) fleettest.PointsCost { return fleettest.PointsCost{Actual: 1} })},
+		{"fixed", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.FixedWindow, UnixAligned: true})},
+		{"sliding-log", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second})},
+		{"sliding-counter", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.SlidingCounter})},
+	}
+	var rows []string
+	for _, c := range cells {
+		t.Run(c.algorithm, func(t *testing.T) { rows = append(rows, runAlgoCell(t, c)) })
+	}
+	t.Logf("algorithm | sent | 429 | failed | use of the quota\n%s", strings.Join(rows, "\n"))
+}
+
+func runAlgoCell(t *testing.T, c algoCell) string {
+	rs := redistest.Start(t)
+	srv := fleettest.NewServer(t, c.server)
+	cfg := fleettest.WorkerConfig{
+		URL:         srv.URL + "/api",
+		RedisAddrs:  []string{rs.Addr()},
+		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
+		Rules:       []fleettest.RuleConfig{{Name: "api", Rate: algoRate, Period: time.Second, Burst: c.burst, Algorithm: c.algorithm}},
+		Goroutines:  8,
+		Duration:    algoRun,
+		MaxAttempts: 1,
+	}
+	cfgs := make([]fleettest.WorkerConfig, algoWorkers)
+	for i := range cfgs {
+		cfgs[i] = cfg
+	}
+	res := fleettest.Run(t, cfgs...)
+	tot := fleettest.Totals(res.Summaries)
+	s := srv.Offset(res.Start)
+	// Whole seconds of the Unix clock, so that a fixed window's use is
+	// counted over whole windows.
+	from, to := unixSecond(srv, s+algoSettle, 1), unixSecond(srv, s+algoRun, 0)
+	ok := srv.Arrivals().Status(http.StatusOK).Filter(func(a fleettest.Arrival) bool { return a.At >= from && a.At < to })
+	use := float64(len(ok)) / (algoRate * (to - from).Seconds())
+	rejected := tot.Statuses[http.StatusTooManyRequests]
+	// A goroutine's last request may be cut by the run's end (its slot
+	// lies beyond it): at most one each.
+	cut := tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
+	failed := tot.ErrorCount() - cut
+	if rejected != 0 {
+		t.Errorf("%d requests rejected, want 0", rejected)
+		for _, a := range srv.Arrivals().Status(http.StatusTooManyRequests) {
+			t.Logf("rejected %v after the start, at %s past the Unix second", a.At-s, time.Duration(srv.Epoch().Add(a.At).Nanosecond()))
+		}
+	}
+	if failed != 0 || cut > algoWorkers*cfg.Goroutines {
+		t.Errorf("%d requests failed, %d cut by the run's end: %v %v", failed, cut, tot.Errors, tot.Samples)
+	}
+	if use < 0.95 {
+		t.Errorf("use %.3f of the quota, want ≥ 0.95", use)
+	}
+	return fmt.Sprintf("%s | %d | %d | %d | %.3f", c.algorithm, tot.Sent, rejected, failed, use)
+}
+
+// unixSecond returns the offset from srv's epoch of the whole Unix second
+// at or before offset o, plus up seconds.
+func unixSecond(srv *fleettest.Server, o time.Duration, up int) time.Duration {
+	at := srv.Epoch().Add(o)
+	return srv.Offset(at.Truncate(time.Second).Add(time.Duration(up) * time.Second))
+}
