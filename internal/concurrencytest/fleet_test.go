@@ -144,3 +144,39 @@ func workerConfig(t *testing.T, srv *fleettest.Server, rs *redistest.Server, lim
 		MaxAttempts: 1,
 	}
 }
+
+// TestFleetLearnsTheServersCap: the fleet's rule says 30 in flight (as the
+// Twilio preset's default of 100 would, above an account's real cap) and
+// the server admits 10. With the Twilio dialect, each 429 (Twilio's 20429)
+// lowers the fleet's cap to the holders in flight less one, from where it
+// climbs back by one per 2 s, so the fleet meets a refusal each time the
+// climb passes the server's cap (measured 1.7-2.6 % of its requests after
+// the first second, use 0.91-0.94; a climb that remembered the level
+// refused would meet fewer): after the first second, at most 3 % of the
+// fleet's requests are rejected and it uses at least 0.85 of the server's
+// C/service. Retries are on (the default policy retries a 429 whose request
+// Twilio never processed), so no request fails.
+func TestFleetLearnsTheServersCap(t *testing.T) {
+	const limit, service = 10, 50 * time.Millisecond
+	rs := redistest.Start(t)
+	srv := fleettest.NewServer(t, fleettest.WithConcurrency(limit, service))
+	cfg := workerConfig(t, srv, rs, 3*limit, capRun)
+	cfg.Dialects = []string{"twilio"}
+	cfg.MaxAttempts = 0
+	res := fleettest.Run(t, cfg, cfg, cfg, cfg)
+	tot := fleettest.Totals(res.Summaries)
+	s := srv.Offset(res.Start)
+	from, to := s+time.Second, s+capRun-capSettle
+	w := windowOf(srv.Arrivals(), from, to)
+	use := w.use(limit, service, to-from)
+	share := float64(w.rejected) / float64(max(w.served+w.rejected, 1))
+	t.Logf("rule 30, server 10: after the first second %d served, %d rejected (%.1f %%), use %.3f; whole run: 429 %d of %d sent",
+		w.served, w.rejected, 100*share, use, tot.Statuses[http.StatusTooManyRequests], tot.Sent)
+	if share > 0.03 {
+		t.Errorf("%.1f %% of the requests rejected after the first second, want ≤ 3 %%", 100*share)
+	}
+	if use < 0.85 {
+		t.Errorf("use %.3f of the server's cap, want ≥ 0.85", use)
+	}
+	checkFailures(t, tot, 4*cfg.Goroutines)
+}

@@ -21,6 +21,7 @@ var dialects = map[string]header.Dialect{
 	"salesforce": providers.Salesforce,
 	"shopify":    providers.Shopify,
 	"stripe":     providers.Stripe,
+	"twilio":     providers.Twilio,
 }
 
 // Dialect returns the provider dialect of that name, as a worker resolves

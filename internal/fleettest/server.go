@@ -126,7 +126,9 @@ func WithQuota(q Quota) ServerOption {
 // WithConcurrency makes the server a strict concurrency limiter: it serves
 // each request in service (sleeping that long before it answers) and
 // rejects a request that arrives while limit others are in service with a
-// 429 at once, as Twilio's 20429 does. A request leaves service before its
+// 429 at once, as Twilio's 20429 does; every answer carries
+// Twilio-Concurrent-Requests, the requests in service when it came. A
+// request leaves service before its
 // answer is written, so a client that has read the answer never finds
 // itself still counted. It records the most requests in service at once
 // ([Server.MaxInService]).
@@ -255,13 +257,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.concLimit > 0 && resp.Status == 0 {
 		inService = s.inService
 		if s.inService >= s.concLimit {
-			resp = Response{Status: http.StatusTooManyRequests, Header: http.Header{"Twilio-Concurrent-Requests": {strconv.Itoa(s.inService)}}}
+			resp = Response{Status: http.StatusTooManyRequests}
 		} else {
 			serving = true
 			s.inService++
 			inService = s.inService
 			s.maxInService = max(s.maxInService, s.inService)
 		}
+		// As Twilio does, every answer counts the requests in service.
+		if resp.Header == nil {
+			resp.Header = http.Header{}
+		}
+		resp.Header.Set("Twilio-Concurrent-Requests", strconv.Itoa(s.inService))
 	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
