@@ -42,6 +42,7 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.B
 	if len(bs) == 0 || t.noFeedback || (leased && sig.Limited && sig.Concurrent) {
 		return sig, now
 	}
+	t.learnAnchors(bs, resp, now)
 	act := t.views.Read(bs, bk, sig, now.UnixNano())
 	if act.Pause == 0 && len(act.Caps) == 0 {
 		// Nearly every response: nothing for the store.

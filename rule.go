@@ -174,6 +174,9 @@ type compiledRule struct {
 	// (store.Bucket.Period): the rule's Period, longer for a sliding log
 	// (slidingLogWindow).
 	window time.Duration
+	// anchors are a FixedWindow rule's windows' starts learnt from the
+	// server's resets (anchor.go).
+	anchors anchors
 }
 
 // maxConcurrency bounds Rule.Concurrency: far above any provider's cap

@@ -53,8 +53,13 @@ type Transport struct {
 	maxRetryAfter time.Duration
 	retry         RetryPolicy
 	noFeedback    bool
-	actualCosts   bool  // a rule reads its requests' actual cost (cost.go)
-	err           error // a configuration error, returned by every RoundTrip
+	actualCosts   bool // a rule reads its requests' actual cost (cost.go)
+	// anchoring is set when a rule learns its windows' anchor from the
+	// server's resets, the longest such rule's Period in maxAnchorPeriod
+	// (anchor.go).
+	anchoring       bool
+	maxAnchorPeriod time.Duration
+	err             error // a configuration error, returned by every RoundTrip
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -105,6 +110,10 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	for _, c := range t.rules {
 		t.actualCosts = t.actualCosts || c.ActualCost != nil
+		if c.anchored() {
+			t.anchoring = true
+			t.maxAnchorPeriod = max(t.maxAnchorPeriod, c.Limit.Period)
+		}
 	}
 	var rs *redisstore.Store
 	if cfg.redis.rdb != nil {
@@ -287,6 +296,9 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
 		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm})
+		if c.anchored() {
+			bs[len(bs)-1].Anchor = c.anchors.get(bs[len(bs)-1].Key)
+		}
 	}
 	return bs, nil
 }
