@@ -32,16 +32,32 @@
 // every queue: first come, first served across the fleet. Otherwise the
 // ticket stays and the request sleeps; Redis sees nothing from it but its
 // share of the renewals. release.lua removes a token (a token that expired
-// frees nothing: someone else may hold the slot) and PUBLISHes on the cap's
-// channel the tickets that may now acquire; the store's one pub/sub
-// connection hands each named ticket to its waiter, which tries again. A
-// Cluster forwards PUBLISH to every node, so the connection may be on any.
+// frees nothing: someone else may hold the slot) and hands the freed slots
+// on: each ticket of a one-cap request among the first (cap − holders) is
+// granted its lease there and then (a holder with a fresh token, recorded
+// for the ticket, its queue place removed); the others, whose requests
+// need several caps and so must take them all at once, may now acquire.
+// It PUBLISHes them on the cap's channel, a grant as ticket:token; the
+// store's one pub/sub connection hands each to its waiter, which holds
+// its lease without a call, or tries again. A release's reply names its
+// grants too, so a waiter of the releasing store is handed its lease
+// before the message arrives. A Cluster forwards PUBLISH to every node, so
+// the connection may be on any.
 //
-// Leases and tickets live DefaultTTL (10 s) unrenewed. One renewal loop per
-// store renews all its leases and tickets every TTL/3 in one renew.lua call
-// (per 256 caps), marks lost (Lease.Lost) a lease Redis no longer knows or
-// that went unrenewed for a TTL, and wakes the waiters that may acquire: it
-// is the net under a lost message. The loop also runs a round at the
+// A waiter that missed its grant's message finds the grant with its next
+// acquire.lua call (a renewal round wakes it); a withdrawal gives back a
+// grant not taken. Until its waiter renews it, a granted lease lives as
+// long as a ticket, so a grant to a waiter that died expires as its
+// ticket would have.
+//
+// Leases live DefaultTTL (10 s) unrenewed, tickets DefaultTicketTTL (1 s).
+// One renewal loop per store renews all its leases and tickets in one
+// renew.lua call (per 256 caps) every TTL/3, or every third of the ticket
+// TTL while the store has a waiter: a crashed waiter's tickets leave the
+// head of the queue about a second after its last round. The loop marks
+// lost (Lease.Lost) a lease Redis no longer knows or that went unrenewed
+// for a TTL, and wakes the waiters that may acquire or were granted: it is
+// the net under a lost message. The loop also runs a round at the
 // earliest expiry or cap climb a waiting reply names, so the slot of a
 // crashed holder, whose release never comes, reaches a waiter as soon as
 // it expires. A resubscription of the pub/sub connection after a reconnect

@@ -60,6 +60,18 @@ const (
 	// seconds, since the server's count is a snapshot of a moving figure,
 	// and a view of others' use that no response refreshes should fade.
 	DefaultObserveTTL = 5 * time.Second
+	// DefaultTicketTTL is how long a waiting ticket, and a lease granted to
+	// it that its waiter has not taken yet, lives unrenewed (at most the
+	// lease TTL): a crashed waiter holds its queue place, or a slot handed
+	// to it, this long at most. Tickets are renewed every third of it, in
+	// the store's one renewal call per round (so a live ticket survives two
+	// failed rounds), which then runs every 333 ms while the store has a
+	// waiter: 3 calls a second per store (per 256 caps), shared by all its
+	// waiters, nothing per waiting request. TestFleetLeasesOfKilledWorker
+	// measured the cost of a SIGKILLed worker's 8 tickets at the head of
+	// the queue: use 0.25 of the cap for the 1.5 s lease TTL when they lived
+	// that long.
+	DefaultTicketTTL = time.Second
 	// maxCapsPerRenewal bounds the caps of one renewal call, so that one
 	// call never runs long inside Redis.
 	maxCapsPerRenewal = 256
@@ -84,8 +96,8 @@ func WithNamespace(ns string) RedisOption {
 	return redisOptionFunc(func(s *Redis) { s.prefix = "throttle:{" + ns + "}:lease:" })
 }
 
-// WithTTL sets the lifetime of an unrenewed lease or ticket. If d < 30 ms,
-// DefaultTTL is used.
+// WithTTL sets the lifetime of an unrenewed lease. If d < 30 ms,
+// DefaultTTL is used. A ticket lives DefaultTicketTTL, or d if shorter.
 func WithTTL(d time.Duration) RedisOption {
 	return redisOptionFunc(func(s *Redis) {
 		if d >= 30*time.Millisecond {
@@ -134,6 +146,11 @@ func WithObserveTTL(d time.Duration) RedisOption {
 	})
 }
 
+// withTicketTTL sets the ticket TTL (tests of the scripts only).
+func withTicketTTL(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) { s.ticketTTLSet = d })
+}
+
 // withNow makes the scripts use now() instead of Redis's TIME (tests only).
 func withNow(now func() time.Time) RedisOption {
 	return redisOptionFunc(func(s *Redis) { s.now = now })
@@ -146,14 +163,17 @@ func withNow(now func() time.Time) RedisOption {
 // background work (renewals, the pub/sub connection) and must be called
 // once the store is no longer used. The zero value is not usable.
 type Redis struct {
-	rdb         redis.UniversalClient
-	prefix      string
-	ttl         time.Duration
-	aging       time.Duration
-	callTimeout time.Duration
-	climb       time.Duration
-	observeTTL  time.Duration
-	now         func() time.Time // nil: Redis's TIME
+	rdb       redis.UniversalClient
+	prefix    string
+	ttl       time.Duration
+	ticketTTL time.Duration // min(ttl, DefaultTicketTTL)
+	// ticketTTLSet, when set (tests), is the ticket TTL.
+	ticketTTLSet time.Duration
+	aging        time.Duration
+	callTimeout  time.Duration
+	climb        time.Duration
+	observeTTL   time.Duration
+	now          func() time.Time // nil: Redis's TIME
 
 	// guard is set when the client ignores context deadlines (see call).
 	guard bool
@@ -203,6 +223,10 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o.applyRedis(s)
 	}
+	s.ticketTTL = min(s.ttl, DefaultTicketTTL)
+	if s.ticketTTLSet > 0 {
+		s.ticketTTL = s.ticketTTLSet
+	}
 	s.guard = !honoursDeadlines(rdb)
 	s.hub = newHub(s)
 	s.keeper = newKeeper(s)
@@ -241,6 +265,32 @@ type redisWaiter struct {
 	prio     Priority
 	score    string        // the ticket's effective arrival, "" before the first reply
 	wake     chan struct{} // buffered 1: a message, a renewal or a resubscription
+
+	mu      sync.Mutex
+	granted bool  // a release granted the ticket its lease (see lease.lua's wake)
+	token   int64 // the granted lease's token
+}
+
+// ticketID returns the id of ticket seq of a store whose ids start with
+// prefix, for a request of n caps: lease.lua grants on release only the
+// tickets whose id ends in "/1".
+func ticketID(prefix string, seq uint64, n int) string {
+	return prefix + strconv.FormatUint(seq, 36) + "/" + strconv.Itoa(n)
+}
+
+// offer hands w the lease a release granted it, and wakes it.
+func (w *redisWaiter) offer(token int64) {
+	w.mu.Lock()
+	w.granted, w.token = true, token
+	w.mu.Unlock()
+	w.signal()
+}
+
+// take returns the token of the lease granted to w, if any.
+func (w *redisWaiter) take() (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.token, w.granted
 }
 
 // signal wakes w without blocking.
@@ -268,7 +318,7 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	}
 	start := time.Now()
 	w := &redisWaiter{
-		tid:  s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36),
+		tid:  ticketID(s.idPrefix, s.idSeq.Add(1), len(caps)),
 		caps: append([]Cap(nil), caps...),
 		prio: p.clamp(),
 		wake: make(chan struct{}, 1),
@@ -285,6 +335,17 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	var timeout <-chan time.Time
 	queued := false
 	for {
+		if tok, ok := w.take(); ok {
+			// Granted by a release: the lease is ours without a call. It
+			// expires at the ticket TTL until renewed: ask for a round.
+			s.keeper.dropTicket(w)
+			l := s.grantShort(w.caps, []int64{tok})
+			if err := ctx.Err(); err != nil {
+				l.Release()
+				return nil, err
+			}
+			return l, nil
+		}
 		r, err := s.acquireCall(ctx, w, false)
 		if err != nil {
 			if queued {
@@ -329,6 +390,9 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			s.withdraw(ctx, w)
 			return nil, ErrClosed
 		}
+		if _, ok := w.take(); ok {
+			continue // granted while the call was on its way
+		}
 		select {
 		case <-w.wake:
 			if s.isClosed() {
@@ -358,6 +422,19 @@ func (s *Redis) grant(caps []Cap, tokens []int64) *Lease {
 	return l
 }
 
+// grantShort is grant for a lease a release granted, which Redis keeps
+// for the ticket TTL until renewed: it asks for a round at once, and counts
+// the lease unrenewed since a TTL before its Redis expiry, so that failed
+// rounds mark it lost when Redis drops it.
+func (s *Redis) grantShort(caps []Cap, tokens []int64) *Lease {
+	p := &redisPart{s: s, caps: caps, tokens: tokens}
+	l := newLease(caps, tokens, p)
+	p.lease = l
+	s.keeper.addLeaseAt(p, time.Now().Add(s.ticketTTL-s.ttl))
+	s.keeper.netIn(0)
+	return l
+}
+
 // redisPart is a Redis store's share of a lease.
 type redisPart struct {
 	s      *Redis
@@ -376,6 +453,14 @@ func (p *redisPart) release() {
 			p.s.orphans.add(orphan{caps: p.caps, tokens: p.tokens})
 		}
 	})
+}
+
+// handOver gives this store's waiters the grants of a release's reply at
+// once, ahead of the message that names them too.
+func (s *Redis) handOver(grants []string) {
+	if len(grants) > 0 {
+		s.hub.deliver(grants)
+	}
 }
 
 // background runs f on a goroutine of its own with a context bounded by the
@@ -536,13 +621,13 @@ type acquireReply struct {
 // caps' state.
 func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (acquireReply, error) {
 	keys := make([]string, 0, 4*len(w.caps))
-	args := make([]any, 0, 9+2*len(w.caps))
+	args := make([]any, 0, 10+2*len(w.caps))
 	forceArg := ""
 	if force {
 		forceArg = "1"
 	}
 	args = append(args, s.nowArg(), w.tid, w.score, int(w.prio), s.aging.Milliseconds(),
-		s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), forceArg)
+		s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), forceArg, s.ticketTTL.Milliseconds())
 	for i, c := range w.caps {
 		k := s.keys(c.Key)
 		keys = append(keys, k[:]...)
@@ -609,11 +694,12 @@ func parseAcquire(v any, n int) (acquireReply, error) {
 }
 
 // releaseCall runs release.lua: it releases tokens (one per cap, or nil)
-// and withdraws ticket tid ("" for none). It returns the holders removed.
+// and withdraws ticket tid ("" for none). It returns the holders removed,
+// and hands the grants the release made to this store's waiters.
 func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid string) (int64, error) {
 	keys := make([]string, 0, 4*len(caps))
-	args := make([]any, 0, 4+3*len(caps))
-	args = append(args, s.nowArg(), tid, s.climb.Milliseconds(), s.keep())
+	args := make([]any, 0, 5+3*len(caps))
+	args = append(args, s.nowArg(), tid, s.climb.Milliseconds(), s.keep(), s.ticketTTL.Milliseconds())
 	for i, c := range caps {
 		k := s.keys(c.Key)
 		keys = append(keys, k[:]...)
@@ -627,9 +713,22 @@ func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid
 	if err != nil {
 		return 0, err
 	}
-	n, ok := v.(int64)
+	a, ok := v.([]any)
+	if !ok || len(a) < 1 {
+		return 0, fmt.Errorf("%w: release: %v", errReply, v)
+	}
+	n, ok := a[0].(int64)
 	if !ok {
 		return 0, fmt.Errorf("%w: release: %v", errReply, v)
 	}
+	grants := make([]string, 0, len(a)-1)
+	for _, g := range a[1:] {
+		g, ok := g.(string)
+		if !ok {
+			return 0, fmt.Errorf("%w: release: %v", errReply, v)
+		}
+		grants = append(grants, g)
+	}
+	s.handOver(grants)
 	return n, nil
 }

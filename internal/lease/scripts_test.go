@@ -28,7 +28,8 @@ func newScriptEnv(t *testing.T, rdb redis.UniversalClient) *scriptEnv {
 	e := &scriptEnv{t: t, now: scriptT0}
 	ns := "scripts-" + strconv.FormatInt(nsSeq.Add(1), 10)
 	e.s = NewRedis(rdb, WithNamespace(ns), WithTTL(10*time.Second), WithAging(time.Second),
-		WithClimb(2*time.Second), withNow(func() time.Time { return e.now }))
+		WithClimb(2*time.Second), withNow(func() time.Time { return e.now }),
+		withTicketTTL(10*time.Second))
 	t.Cleanup(func() { _ = e.s.Close() })
 	return e
 }
