@@ -73,9 +73,11 @@
 // semaphore whose limit is this replica's share, ceil(Limit / live
 // replicas) when that many shares stay within 110 % of the Limit, else
 // floor(Limit / live replicas), at least 1; live replicas from the
-// caller's func() int; when that returns 0 or less, the WithFleetSize
-// default; when that is not set either, the whole Limit (availability
-// first: a fleet of N may then admit N × Limit).
+// caller's func() int; when that returns 0 or less, the last count above
+// 0 it returned (the root's heartbeat distrusts its count for a beat or
+// two after Redis restarted empty, during the return grace); before any,
+// the WithFleetSize default; when that is not set either, the whole Limit
+// (availability first: a fleet of N may then admit N × Limit).
 // The Redis leases still held at the switch count against the local
 // semaphore until released, so a replica that held more than its share
 // admits nothing new until it is back under it.

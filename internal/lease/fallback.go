@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +31,8 @@ type fallbackOptionFunc func(*Fallback)
 func (f fallbackOptionFunc) applyFallback(fb *Fallback) { f(fb) }
 
 // WithFleetSize sets the replicas the Fallback assumes when live reports 0
-// or less (the count is not known yet). If n ≤ 0, the default, the local
+// or less (the count is not known yet) and has never reported more (once
+// it has, its last such count stands in). If n ≤ 0, the default, the local
 // share of a cap is the whole Limit: no request is refused for want of a
 // count, at the price of a fleet of N replicas admitting up to N × Limit
 // while Redis is down.
@@ -71,6 +73,8 @@ type Fallback struct {
 	fleetSize  int
 	probeEvery time.Duration
 	grace      time.Duration
+	// lastLive is the last count above 0 that live reported, 0 before one.
+	lastLive atomic.Int64
 
 	mu        sync.Mutex
 	upAt      time.Time // when Redis last came back
@@ -104,15 +108,22 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 }
 
 // share returns this replica's share of c while Redis is down, for n
-// replicas: live(), or the fleet size when live() ≤ 0, or 1 when neither
-// is known. It is ceil(Limit / n) when n such shares stay within 110 % of
+// replicas: live(); when live() ≤ 0, the last count above 0 it reported
+// (a heartbeat distrusts its count for a beat or two after Redis restarted
+// empty, just when the return grace sizes the local semaphore with the
+// share), else the fleet size, else 1. It is ceil(Limit / n) when n such shares stay within 110 % of
 // the Limit, else floor(Limit / n): without a rank among the replicas each
 // takes the same share, and ceil(10 / 4) = 3 would let 4 replicas admit
 // 12. It is never below 1, so with more replicas than Limit the fleet may
 // admit one request per replica.
 func (f *Fallback) share(c Cap) int {
 	n := f.live()
-	if n <= 0 {
+	switch {
+	case n > 0:
+		f.lastLive.Store(int64(n))
+	case f.lastLive.Load() > 0:
+		n = int(f.lastLive.Load())
+	default:
 		n = f.fleetSize
 	}
 	if n <= 1 {
