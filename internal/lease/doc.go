@@ -91,7 +91,9 @@
 // Redis; local waiters leave the local semaphore for the Redis queue. For
 // DefaultReturnGrace (1.5 s) after the return a request takes a local lease
 // (its share) as well as the Redis one: the other replicas, still local
-// and invisible to Redis, return one by one within about a second.
+// and invisible to Redis, return one by one within about a second. The
+// grace is the fleet's: it runs from the first replica's return (a key in
+// Redis), and a replica back later keeps its share only for what is left.
 //
 // So a fleet at its cap stays within 110 % of it while Redis is down (at
 // the price of using as little as Limit − live + 1 of it when the shares

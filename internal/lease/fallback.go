@@ -14,13 +14,18 @@ import (
 // replica per 250 ms while it is down.
 const DefaultProbeEvery = 250 * time.Millisecond
 
-// DefaultReturnGrace is how long after Redis answers a Fallback again its
+// DefaultReturnGrace is how long after Redis answers the fleet again its
 // requests also take a lease in the local semaphore (this replica's
 // share): the other replicas return one by one, each within a probe
 // interval of Redis answering it, but go-redis re-dials a server that
 // refused its dials only once a second, so the last may return about
 // 1.25 s late. Meanwhile those still local are invisible to Redis, and the
-// share keeps the returned ones from taking their slots too.
+// share keeps the returned ones from taking their slots too. The grace is
+// the fleet's (return.lua): it starts when the first replica is back, and
+// a replica back later has what is left of it, so that a replica that
+// re-dialled late does not hold its requests to its share for a whole
+// grace more (TestFleetLeasesThroughRedisKill/10, shares of 2 of 10 and a
+// grace per replica: 0.845-0.885 of the cap from 2 s after the return).
 const DefaultReturnGrace = 1500 * time.Millisecond
 
 // FallbackOption configures NewFallback.
@@ -277,7 +282,31 @@ func (f *Fallback) useRedis(ctx context.Context) bool {
 	// Leases the local semaphore granted during the probe; a failure sends
 	// the Fallback down again, and the next probe retries.
 	_ = f.register(ctx)
+	f.joinGrace(ctx)
 	return true
+}
+
+// joinGrace ends this replica's grace with the fleet's (return.lua): the
+// first replica back starts it, the later ones get what is left. A failed
+// call leaves this replica its own, longer, grace.
+func (f *Fallback) joinGrace(ctx context.Context) {
+	if f.grace <= 0 {
+		return
+	}
+	v, err := f.r.run(ctx, "return", returnScript, []string{f.r.prefix + "return"}, []any{f.grace.Milliseconds()}, nil)
+	if err != nil {
+		return
+	}
+	left, ok := v.(int64)
+	if !ok || left < 0 || left > f.grace.Milliseconds() {
+		return
+	}
+	end := time.Now().Add(time.Duration(left) * time.Millisecond)
+	f.mu.Lock()
+	if !f.upAt.IsZero() && end.Before(f.upAt.Add(f.grace)) {
+		f.upAt = end.Add(-f.grace)
+	}
+	f.mu.Unlock()
 }
 
 // probe pings Redis and registers in it every lease the local semaphore

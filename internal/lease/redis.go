@@ -28,11 +28,14 @@ var (
 	renewLua string
 	//go:embed lower.lua
 	lowerLua string
+	//go:embed return.lua
+	returnLua string
 
 	acquireScript = redis.NewScript(leaseLua + acquireLua)
 	releaseScript = redis.NewScript(leaseLua + releaseLua)
 	renewScript   = redis.NewScript(leaseLua + renewLua)
 	lowerScript   = redis.NewScript(leaseLua + lowerLua)
+	returnScript  = redis.NewScript(returnLua)
 )
 
 // errReply reports a script reply of an unexpected shape.
