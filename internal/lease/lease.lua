@@ -121,10 +121,12 @@ end
 
 -- wake hands cap i's free slots to the first (cap - held) tickets of its
 -- queue, leaving out skip (the caller's own ticket): a ticket of one cap
--- is granted its lease at once (a holder with a fresh token expiring in
--- life ms, the ticket's life, recorded under "g:" .. id in K:s, its entry
--- in K:x kept that long and its queue place removed); the others may now
--- acquire. It publishes them all on ch, "id:token" for a grant, and
+-- is granted its lease at once (a holder with a fresh token, recorded
+-- under "g:" .. id in K:s, its queue place removed); the others may now
+-- acquire. A grant expires with its ticket, but not within life / 3 ms,
+-- the ticket renewal interval, in which the waiter's store renews it: so
+-- a grant to a crashed waiter holds its slot little longer than the
+-- ticket would have held its queue place. It publishes them all on ch, "id:token" for a grant, and
 -- returns the grants, as "id:token" strings.
 local function wake(i, limit, now, climb, ch, skip, life)
   local n = free(i, limit, now, climb)
@@ -142,9 +144,14 @@ local function wake(i, limit, now, climb, ch, skip, life)
     if id ~= skip then
       if grantable(id) then
         local t = string.format('%d', token(i, now))
-        redis.call('ZADD', h, now + life, t)
+        local at = now + math.floor(life / 3)
+        local exp = tonumber(redis.call('ZSCORE', x, id))
+        if exp and exp > at then
+          at = exp
+        end
+        redis.call('ZADD', h, at, t)
         redis.call('ZREM', q, id)
-        redis.call('ZADD', x, now + life, id)
+        redis.call('ZADD', x, at, id)
         redis.call('HSET', KEYS[4*i], 'g:' .. id, t)
         id = id .. ':' .. t
         grants[#grants + 1] = id
