@@ -46,9 +46,10 @@
 //
 // A waiter that missed its grant's message finds the grant with its next
 // acquire.lua call (a renewal round wakes it); a withdrawal gives back a
-// grant not taken. Until its waiter renews it, a granted lease lives as
-// long as a ticket, so a grant to a waiter that died expires as its
-// ticket would have.
+// grant not taken. Until its waiter's store renews it (a round it asks
+// for at once), a granted lease expires with its ticket, but not within a
+// third of the ticket TTL of the grant, so a grant to a waiter that died
+// holds its slot little longer than its ticket would have held its place.
 //
 // Leases live DefaultTTL (10 s) unrenewed, tickets DefaultTicketTTL (1 s).
 // One renewal loop per store renews all its leases and tickets in one
