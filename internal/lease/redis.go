@@ -312,9 +312,11 @@ func (w *redisWaiter) signal() {
 
 // Acquire takes one lease in every cap of caps, all or none (see Store). A
 // request that cannot enqueues a ticket and sleeps until a message on a
-// cap's channel names it, a renewal round finds it may acquire, or the
-// pub/sub connection resubscribes; then it tries again. A failed Redis
-// call ends it with an *UnavailableError.
+// cap's channel (or the reply of this store's own release) names it, a
+// renewal round finds it may acquire or was granted, or the pub/sub
+// connection resubscribes. A request of one cap named with a grant holds
+// its lease at once; otherwise it tries again, and its call takes a grant
+// it missed. A failed Redis call ends it with an *UnavailableError.
 func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
 	if err := checkCaps(caps); err != nil {
 		return nil, err
