@@ -53,7 +53,7 @@ func (s *Redis) lowerCall(ctx context.Context, c Cap, op string, count int) (int
 		return 0, err
 	}
 	k := s.keys(c.Key)
-	args := []any{s.nowArg(), s.climb.Milliseconds(), s.keep(), c.Limit, s.channel(c.Key), op, count, s.observeTTL.Milliseconds()}
+	args := []any{s.nowArg(), s.climb.Milliseconds(), s.keep(), c.Limit, s.channel(c.Key), op, count, s.observeTTL.Milliseconds(), s.ticketTTL.Milliseconds()}
 	v, err := s.run(ctx, op, lowerScript, k[:], args, nil)
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,4 +66,44 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		})
 		_ = s.Close()
 	})
+}
+
+// BenchmarkHandOff measures a hand-off: a cap of 1, and requests that
+// each hold their lease for no time, so that every op is a release
+// followed by the next holder's grant. "one store" has its waiters in the
+// releasing store (1 process), "two stores" half of them in another store
+// on its own client (2 processes). ns/op is the time from one release to
+// the next lease, the slot's idle time per request.
+func BenchmarkHandOff(b *testing.B) {
+	caps := []lease.Cap{{Key: "handoff", Rule: "bench", Limit: 1}}
+	for _, stores := range []int{1, 2} {
+		name := "one store"
+		if stores == 2 {
+			name = "two stores"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := redistest.Start(b)
+			var ss []*lease.Redis
+			for range stores {
+				ss = append(ss, lease.NewRedis(srv.Client(b), lease.WithNamespace("handoff")))
+			}
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				s := ss[int(next.Add(1))%stores]
+				for pb.Next() {
+					l, err := s.Acquire(context.Background(), caps, lease.Normal, 10*time.Second)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					l.Release()
+				}
+			})
+			for _, s := range ss {
+				_ = s.Close()
+			}
+		})
+	}
 }

@@ -32,16 +32,33 @@
 // every queue: first come, first served across the fleet. Otherwise the
 // ticket stays and the request sleeps; Redis sees nothing from it but its
 // share of the renewals. release.lua removes a token (a token that expired
-// frees nothing: someone else may hold the slot) and PUBLISHes on the cap's
-// channel the tickets that may now acquire; the store's one pub/sub
-// connection hands each named ticket to its waiter, which tries again. A
-// Cluster forwards PUBLISH to every node, so the connection may be on any.
+// frees nothing: someone else may hold the slot) and hands the freed slots
+// on: each ticket of a one-cap request among the first (cap − holders) is
+// granted its lease there and then (a holder with a fresh token, recorded
+// for the ticket, its queue place removed); the others, whose requests
+// need several caps and so must take them all at once, may now acquire.
+// It PUBLISHes them on the cap's channel, a grant as ticket:token; the
+// store's one pub/sub connection hands each to its waiter, which holds
+// its lease without a call, or tries again. A release's reply names its
+// grants too, so a waiter of the releasing store is handed its lease
+// before the message arrives. A Cluster forwards PUBLISH to every node, so
+// the connection may be on any.
 //
-// Leases and tickets live DefaultTTL (10 s) unrenewed. One renewal loop per
-// store renews all its leases and tickets every TTL/3 in one renew.lua call
-// (per 256 caps), marks lost (Lease.Lost) a lease Redis no longer knows or
-// that went unrenewed for a TTL, and wakes the waiters that may acquire: it
-// is the net under a lost message. The loop also runs a round at the
+// A waiter that missed its grant's message finds the grant with its next
+// acquire.lua call (a renewal round wakes it); a withdrawal gives back a
+// grant not taken. Until its waiter's store renews it (a round it asks
+// for at once), a granted lease expires with its ticket, but not within a
+// third of the ticket TTL of the grant, so a grant to a waiter that died
+// holds its slot little longer than its ticket would have held its place.
+//
+// Leases live DefaultTTL (10 s) unrenewed, tickets DefaultTicketTTL (1 s).
+// One renewal loop per store renews all its leases and tickets in one
+// renew.lua call (per 256 caps) every TTL/3, or every third of the ticket
+// TTL while the store has a waiter: a crashed waiter's tickets leave the
+// head of the queue about a second after its last round. The loop marks
+// lost (Lease.Lost) a lease Redis no longer knows or that went unrenewed
+// for a TTL, and wakes the waiters that may acquire or were granted: it is
+// the net under a lost message. The loop also runs a round at the
 // earliest expiry or cap climb a waiting reply names, so the slot of a
 // crashed holder, whose release never comes, reaches a waiter as soon as
 // it expires. A resubscription of the pub/sub connection after a reconnect
@@ -57,9 +74,11 @@
 // semaphore whose limit is this replica's share, ceil(Limit / live
 // replicas) when that many shares stay within 110 % of the Limit, else
 // floor(Limit / live replicas), at least 1; live replicas from the
-// caller's func() int; when that returns 0 or less, the WithFleetSize
-// default; when that is not set either, the whole Limit (availability
-// first: a fleet of N may then admit N × Limit).
+// caller's func() int; when that returns 0 or less, the last count above
+// 0 it returned (the root's heartbeat distrusts its count for a beat or
+// two after Redis restarted empty, during the return grace); before any,
+// the WithFleetSize default; when that is not set either, the whole Limit
+// (availability first: a fleet of N may then admit N × Limit).
 // The Redis leases still held at the switch count against the local
 // semaphore until released, so a replica that held more than its share
 // admits nothing new until it is back under it.
@@ -73,7 +92,9 @@
 // Redis; local waiters leave the local semaphore for the Redis queue. For
 // DefaultReturnGrace (1.5 s) after the return a request takes a local lease
 // (its share) as well as the Redis one: the other replicas, still local
-// and invisible to Redis, return one by one within about a second.
+// and invisible to Redis, return one by one within about a second. The
+// grace is the fleet's: it runs from the first replica's return (a key in
+// Redis), and a replica back later keeps its share only for what is left.
 //
 // So a fleet at its cap stays within 110 % of it while Redis is down (at
 // the price of using as little as Limit − live + 1 of it when the shares

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,13 +14,18 @@ import (
 // replica per 250 ms while it is down.
 const DefaultProbeEvery = 250 * time.Millisecond
 
-// DefaultReturnGrace is how long after Redis answers a Fallback again its
+// DefaultReturnGrace is how long after Redis answers the fleet again its
 // requests also take a lease in the local semaphore (this replica's
 // share): the other replicas return one by one, each within a probe
 // interval of Redis answering it, but go-redis re-dials a server that
 // refused its dials only once a second, so the last may return about
 // 1.25 s late. Meanwhile those still local are invisible to Redis, and the
-// share keeps the returned ones from taking their slots too.
+// share keeps the returned ones from taking their slots too. The grace is
+// the fleet's (return.lua): it starts when the first replica is back, and
+// a replica back later has what is left of it, so that a replica that
+// re-dialled late does not hold its requests to its share for a whole
+// grace more (TestFleetLeasesThroughRedisKill/10, shares of 2 of 10 and a
+// grace per replica: 0.845-0.885 of the cap from 2 s after the return).
 const DefaultReturnGrace = 1500 * time.Millisecond
 
 // FallbackOption configures NewFallback.
@@ -30,7 +36,8 @@ type fallbackOptionFunc func(*Fallback)
 func (f fallbackOptionFunc) applyFallback(fb *Fallback) { f(fb) }
 
 // WithFleetSize sets the replicas the Fallback assumes when live reports 0
-// or less (the count is not known yet). If n ≤ 0, the default, the local
+// or less (the count is not known yet) and has never reported more (once
+// it has, its last such count stands in). If n ≤ 0, the default, the local
 // share of a cap is the whole Limit: no request is refused for want of a
 // count, at the price of a fleet of N replicas admitting up to N × Limit
 // while Redis is down.
@@ -71,6 +78,8 @@ type Fallback struct {
 	fleetSize  int
 	probeEvery time.Duration
 	grace      time.Duration
+	// lastLive is the last count above 0 that live reported, 0 before one.
+	lastLive atomic.Int64
 
 	mu        sync.Mutex
 	upAt      time.Time // when Redis last came back
@@ -104,15 +113,22 @@ func NewFallback(r *Redis, live func() int, opts ...FallbackOption) *Fallback {
 }
 
 // share returns this replica's share of c while Redis is down, for n
-// replicas: live(), or the fleet size when live() ≤ 0, or 1 when neither
-// is known. It is ceil(Limit / n) when n such shares stay within 110 % of
+// replicas: live(); when live() ≤ 0, the last count above 0 it reported
+// (a heartbeat distrusts its count for a beat or two after Redis restarted
+// empty, just when the return grace sizes the local semaphore with the
+// share), else the fleet size, else 1. It is ceil(Limit / n) when n such shares stay within 110 % of
 // the Limit, else floor(Limit / n): without a rank among the replicas each
 // takes the same share, and ceil(10 / 4) = 3 would let 4 replicas admit
 // 12. It is never below 1, so with more replicas than Limit the fleet may
 // admit one request per replica.
 func (f *Fallback) share(c Cap) int {
 	n := f.live()
-	if n <= 0 {
+	switch {
+	case n > 0:
+		f.lastLive.Store(int64(n))
+	case f.lastLive.Load() > 0:
+		n = int(f.lastLive.Load())
+	default:
 		n = f.fleetSize
 	}
 	if n <= 1 {
@@ -266,7 +282,31 @@ func (f *Fallback) useRedis(ctx context.Context) bool {
 	// Leases the local semaphore granted during the probe; a failure sends
 	// the Fallback down again, and the next probe retries.
 	_ = f.register(ctx)
+	f.joinGrace(ctx)
 	return true
+}
+
+// joinGrace ends this replica's grace with the fleet's (return.lua): the
+// first replica back starts it, the later ones get what is left. A failed
+// call leaves this replica its own, longer, grace.
+func (f *Fallback) joinGrace(ctx context.Context) {
+	if f.grace <= 0 {
+		return
+	}
+	v, err := f.r.run(ctx, "return", returnScript, []string{f.r.prefix + "return"}, []any{f.grace.Milliseconds()}, nil)
+	if err != nil {
+		return
+	}
+	left, ok := v.(int64)
+	if !ok || left < 0 || left > f.grace.Milliseconds() {
+		return
+	}
+	end := time.Now().Add(time.Duration(left) * time.Millisecond)
+	f.mu.Lock()
+	if !f.upAt.IsZero() && end.Before(f.upAt.Add(f.grace)) {
+		f.upAt = end.Add(-f.grace)
+	}
+	f.mu.Unlock()
 }
 
 // probe pings Redis and registers in it every lease the local semaphore

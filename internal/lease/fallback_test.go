@@ -223,3 +223,40 @@ func TestFallbackShare(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackShareKeepsLastCount: once live has counted the replicas, a
+// later 0 (a heartbeat that distrusts its count after Redis restarted
+// empty) keeps the share of that count, not the WithFleetSize default:
+// 12 / 4 replicas = 3, where the default of 10 would give 1.
+func TestFallbackShareKeepsLastCount(t *testing.T) {
+	srv := redistest.Start(t)
+	addr := srv.Addr()
+	srv.Kill()
+	opt := srv.Options()
+	opt.Addr = addr
+	r := newStore(t, srv.ClientWith(t, opt), lease.WithNamespace(uniqueNS(t)), lease.WithCallTimeout(100*time.Millisecond))
+	var live atomic.Int64
+	live.Store(4)
+	f := lease.NewFallback(r, func() int { return int(live.Load()) }, lease.WithFleetSize(10))
+	caps := []lease.Cap{{Key: "k", Rule: "r", Limit: 12}}
+	l, err := f.Acquire(context.Background(), caps, lease.Normal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	live.Store(0)
+	var held []*lease.Lease
+	for i := range 3 {
+		l, err := f.Acquire(context.Background(), caps, lease.Normal, 0)
+		if err != nil {
+			t.Fatalf("lease %d of 3: %v", i+1, err)
+		}
+		held = append(held, l)
+	}
+	if _, err := f.Acquire(context.Background(), caps, lease.Normal, 0); !errorsAs(err, new(*lease.TimeoutError)) {
+		t.Fatalf("lease 4: err %v, want a TimeoutError", err)
+	}
+	for _, l := range held {
+		l.Release()
+	}
+}

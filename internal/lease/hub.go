@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -164,7 +165,7 @@ func (h *hub) read(ch <-chan any, done chan struct{}) {
 	for m := range ch {
 		switch m := m.(type) {
 		case *redis.Message:
-			h.deliver(m.Payload)
+			h.deliver(strings.Fields(m.Payload))
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				h.confirmed(m.Channel)
@@ -173,14 +174,27 @@ func (h *hub) read(ch <-chan any, done chan struct{}) {
 	}
 }
 
-// deliver wakes the waiters of the space-separated ticket ids in payload.
-func (h *hub) deliver(payload string) {
+// deliver wakes the waiters of ids, each a ticket id that may now acquire
+// or "id:token", a ticket granted the lease of token (see lease.lua).
+func (h *hub) deliver(ids []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id := range strings.FieldsSeq(payload) {
-		if w := h.tickets[id]; w != nil {
-			w.signal()
+	for _, id := range ids {
+		id, tok, granted := strings.Cut(id, ":")
+		w := h.tickets[id]
+		if w == nil {
+			continue
 		}
+		if !granted {
+			w.signal()
+			continue
+		}
+		t, err := strconv.ParseInt(tok, 10, 64)
+		if err != nil {
+			w.signal() // a malformed grant: its acquire call picks it up
+			continue
+		}
+		w.offer(t)
 	}
 }
 

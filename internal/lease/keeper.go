@@ -46,10 +46,13 @@ func newKeeper(s *Redis) *keeper {
 }
 
 // addLease starts renewing p.
-func (k *keeper) addLease(p *redisPart) {
+func (k *keeper) addLease(p *redisPart) { k.addLeaseAt(p, time.Now()) }
+
+// addLeaseAt starts renewing p, counted as renewed at.
+func (k *keeper) addLeaseAt(p *redisPart, at time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	p.renewed = time.Now()
+	p.renewed = at
 	k.leases[p] = struct{}{}
 	k.startLocked()
 }
@@ -131,7 +134,7 @@ func (k *keeper) loop() {
 	defer k.wg.Done()
 	every := k.s.ttl / 3
 	last := time.Now()
-	timer := time.NewTimer(every)
+	timer := time.NewTimer(k.s.ticketTTL / 3)
 	defer timer.Stop()
 	for {
 		k.mu.Lock()
@@ -143,6 +146,9 @@ func (k *keeper) loop() {
 			return
 		}
 		next := last.Add(every)
+		if len(k.waiters) > 0 {
+			next = last.Add(k.s.ticketTTL / 3) // tickets live shorter
+		}
 		if !k.net.IsZero() && k.net.Before(next) {
 			next = k.net
 		}
@@ -301,7 +307,7 @@ type renewCap struct {
 // renewCall runs renew.lua for groups.
 func (s *Redis) renewCall(groups []*renewGroup) (renewReply, error) {
 	keys := make([]string, 0, 4*len(groups))
-	args := []any{s.nowArg(), s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep()}
+	args := []any{s.nowArg(), s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), s.ticketTTL.Milliseconds()}
 	for _, g := range groups {
 		k := s.keys(g.c.Key)
 		keys = append(keys, k[:]...)

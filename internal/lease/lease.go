@@ -166,9 +166,10 @@ func newLease(caps []Cap, tokens []int64, first part) *Lease {
 	return &Lease{caps: caps, tokens: tokens, lost: make(chan struct{}), parts: []part{first}}
 }
 
-// Release gives the leases back. It is idempotent, safe from any
-// goroutine and never blocks on the network: a Redis release goes out in
-// the background, bounded by the store's call timeout.
+// Release gives the leases back. It is idempotent and safe from any
+// goroutine. A Redis release goes out on a goroutine of its own, bounded
+// by the store's call timeout; Release waits for it at most 5 ms, so that
+// it reaches Redis before the caller's next work.
 func (l *Lease) Release() {
 	l.mu.Lock()
 	if l.released {

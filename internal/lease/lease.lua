@@ -10,11 +10,18 @@
 --   K:s  HASH: fence, the last fencing token; low and lowAt, the cap the
 --        server's refusal lowered it to and when (lower.lua); others and
 --        othersUntil, the server's count of requests not ours and until
---        when it holds (lower.lua's observe).
+--        when it holds (lower.lua's observe); "g:" .. ticket id, the token
+--        of a lease granted to that ticket (see wake), which lives as long
+--        as the ticket's entry in K:x.
 -- Every key shares the namespace's {hash tag}. Times are ms since the Unix
 -- epoch on Redis's clock, exact in Lua doubles. A waiter's channel is
 -- K:ch, passed in ARGV (a channel is not a key); a message on it is the
--- space-separated ids of the tickets that may now acquire.
+-- space-separated ids of the tickets that may now acquire, each followed
+-- by ":" and a token when the ticket was granted its lease (see wake).
+--
+-- A ticket id ends in "/" and the number of caps of its request (redis.go
+-- makes them so): only a ticket of one cap ("/1") is granted by wake, since
+-- granting one cap of a ticket that needs several would break all or none.
 
 -- now_ms returns the time in ms: Redis's TIME, or arg when a test passes one.
 local function now_ms(arg)
@@ -25,18 +32,59 @@ local function now_ms(arg)
   return tonumber(arg)
 end
 
--- purge removes cap i's expired holders and tickets and returns how many.
+-- purge removes cap i's expired holders and tickets and returns how many
+-- slots and queue places that freed.
 local function purge(i, now)
   local h, q, x = KEYS[4*i-3], KEYS[4*i-2], KEYS[4*i-1]
   local n = redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
   local dead = redis.call('ZRANGEBYSCORE', x, '-inf', now)
   for j = 1, #dead do
-    redis.call('ZREM', q, dead[j])
+    -- A granted ticket is in K:x only, for its grant record: its expiry
+    -- frees no queue place.
+    n = n + redis.call('ZREM', q, dead[j])
+    redis.call('HDEL', KEYS[4*i], 'g:' .. dead[j])
   end
   if #dead > 0 then
     redis.call('ZREMRANGEBYSCORE', x, '-inf', now)
   end
-  return n + #dead
+  return n
+end
+
+-- token returns a fresh fencing token of cap i.
+local function token(i, now)
+  -- A fence made afresh (after the key expired or Redis restarted) starts
+  -- at now in µs, above every token granted before at under 1000 per ms.
+  -- Written with %d (exact below 2^53), so that the fence and the holder
+  -- members are plain decimal integers, as Go formats the tokens it
+  -- sends back, whatever format a Redis version gives a Lua number.
+  redis.call('HSETNX', KEYS[4*i], 'fence', string.format('%d', now * 1000))
+  return redis.call('HINCRBY', KEYS[4*i], 'fence', 1)
+end
+
+-- grantable reports whether ticket tid is of a request with one cap.
+local function grantable(tid)
+  return string.sub(tid, -2) == '/1'
+end
+
+-- granted returns the token granted to ticket tid under cap i if that
+-- lease is still held at now, else nil.
+local function granted(i, tid, now)
+  local g = redis.call('HGET', KEYS[4*i], 'g:' .. tid)
+  if not g then
+    return nil
+  end
+  local at = tonumber(redis.call('ZSCORE', KEYS[4*i-3], g))
+  if at and at > now then
+    return g
+  end
+  return nil
+end
+
+-- forget removes ticket tid's grant record under cap i, if any, and its
+-- entry in K:x.
+local function forget(i, tid)
+  redis.call('HDEL', KEYS[4*i], 'g:' .. tid)
+  redis.call('ZREM', KEYS[4*i-1], tid)
 end
 
 -- cap returns cap i's effective cap at now, for a configured limit and a
@@ -71,26 +119,50 @@ local function free(i, limit, now, climb)
   return c - redis.call('ZCARD', KEYS[4*i-3])
 end
 
--- wake publishes on ch the tickets of cap i that may now acquire, the first
--- (cap - held) of its queue, leaving out skip (the caller's own ticket).
-local function wake(i, limit, now, climb, ch, skip)
+-- wake hands cap i's free slots to the first (cap - held) tickets of its
+-- queue, leaving out skip (the caller's own ticket): a ticket of one cap
+-- is granted its lease at once (a holder with a fresh token, recorded
+-- under "g:" .. id in K:s, its queue place removed); the others may now
+-- acquire. A grant expires with its ticket, but not within life / 3 ms,
+-- the ticket renewal interval, in which the waiter's store renews it: so
+-- a grant to a crashed waiter holds its slot little longer than the
+-- ticket would have held its queue place. It publishes them all on ch, "id:token" for a grant, and
+-- returns the grants, as "id:token" strings.
+local function wake(i, limit, now, climb, ch, skip, life)
   local n = free(i, limit, now, climb)
   if n <= 0 then
-    return
+    return {}
   end
   if n > 64 then
     n = 64
   end
-  local ids = redis.call('ZRANGE', KEYS[4*i-2], 0, n - 1)
-  local out = {}
+  local h, q, x = KEYS[4*i-3], KEYS[4*i-2], KEYS[4*i-1]
+  local ids = redis.call('ZRANGE', q, 0, n - 1)
+  local out, grants = {}, {}
   for j = 1, #ids do
-    if ids[j] ~= skip then
-      out[#out + 1] = ids[j]
+    local id = ids[j]
+    if id ~= skip then
+      if grantable(id) then
+        local t = string.format('%d', token(i, now))
+        local at = now + math.floor(life / 3)
+        local exp = tonumber(redis.call('ZSCORE', x, id))
+        if exp and exp > at then
+          at = exp
+        end
+        redis.call('ZADD', h, at, t)
+        redis.call('ZREM', q, id)
+        redis.call('ZADD', x, at, id)
+        redis.call('HSET', KEYS[4*i], 'g:' .. id, t)
+        id = id .. ':' .. t
+        grants[#grants + 1] = id
+      end
+      out[#out + 1] = id
     end
   end
   if #out > 0 then
     redis.call('PUBLISH', ch, table.concat(out, ' '))
   end
+  return grants
 end
 
 -- earliest returns the smallest score of zset key, or nil.

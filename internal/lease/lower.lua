@@ -15,6 +15,7 @@
 -- ARGV[6]   "lower" or "observe".
 -- ARGV[7]   observe: the server's count of requests in flight.
 -- ARGV[8]   observe: how long the count holds, in ms.
+-- ARGV[9]   the TTL in ms of a ticket, which a grant takes.
 --
 -- Reply: the effective cap after the call.
 
@@ -41,7 +42,7 @@ else
 end
 local after = cap(1, limit, now, climb)
 if after > before then
-  wake(1, limit, now, climb, ch, '')
+  wake(1, limit, now, climb, ch, '', tonumber(ARGV[9]))
 end
 keep(1, keepMs)
 return after

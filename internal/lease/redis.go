@@ -28,11 +28,14 @@ var (
 	renewLua string
 	//go:embed lower.lua
 	lowerLua string
+	//go:embed return.lua
+	returnLua string
 
 	acquireScript = redis.NewScript(leaseLua + acquireLua)
 	releaseScript = redis.NewScript(leaseLua + releaseLua)
 	renewScript   = redis.NewScript(leaseLua + renewLua)
 	lowerScript   = redis.NewScript(leaseLua + lowerLua)
+	returnScript  = redis.NewScript(returnLua)
 )
 
 // errReply reports a script reply of an unexpected shape.
@@ -60,6 +63,24 @@ const (
 	// seconds, since the server's count is a snapshot of a moving figure,
 	// and a view of others' use that no response refreshes should fade.
 	DefaultObserveTTL = 5 * time.Second
+	// DefaultTicketTTL is how long a waiting ticket, and a lease granted to
+	// it that its waiter has not taken yet, lives unrenewed (at most the
+	// lease TTL): a crashed waiter holds its queue place, or a slot handed
+	// to it, this long at most. Tickets are renewed every third of it, in
+	// the store's one renewal call per round (so a live ticket survives two
+	// failed rounds), which then runs every 333 ms while the store has a
+	// waiter: 3 calls a second per store (per 256 caps), shared by all its
+	// waiters, nothing per waiting request. TestFleetLeasesOfKilledWorker
+	// measured the cost of a SIGKILLed worker's 8 tickets at the head of
+	// the queue: use 0.25 of the cap for the 1.5 s lease TTL when they lived
+	// that long.
+	DefaultTicketTTL = time.Second
+	// releaseWait bounds how long a Release waits for its Redis call, which
+	// goes on in the background past it: a release.lua call takes well
+	// under 1 ms (BenchmarkHandOff: a whole hand-off in 0.25 ms), so a
+	// healthy Redis answers within it, and a stalled one costs the caller
+	// of Release (a response body's Close) at most 5 ms.
+	releaseWait = 5 * time.Millisecond
 	// maxCapsPerRenewal bounds the caps of one renewal call, so that one
 	// call never runs long inside Redis.
 	maxCapsPerRenewal = 256
@@ -84,8 +105,8 @@ func WithNamespace(ns string) RedisOption {
 	return redisOptionFunc(func(s *Redis) { s.prefix = "throttle:{" + ns + "}:lease:" })
 }
 
-// WithTTL sets the lifetime of an unrenewed lease or ticket. If d < 30 ms,
-// DefaultTTL is used.
+// WithTTL sets the lifetime of an unrenewed lease. If d < 30 ms,
+// DefaultTTL is used. A ticket lives DefaultTicketTTL, or d if shorter.
 func WithTTL(d time.Duration) RedisOption {
 	return redisOptionFunc(func(s *Redis) {
 		if d >= 30*time.Millisecond {
@@ -134,6 +155,11 @@ func WithObserveTTL(d time.Duration) RedisOption {
 	})
 }
 
+// withTicketTTL sets the ticket TTL (tests of the scripts only).
+func withTicketTTL(d time.Duration) RedisOption {
+	return redisOptionFunc(func(s *Redis) { s.ticketTTLSet = d })
+}
+
 // withNow makes the scripts use now() instead of Redis's TIME (tests only).
 func withNow(now func() time.Time) RedisOption {
 	return redisOptionFunc(func(s *Redis) { s.now = now })
@@ -146,14 +172,17 @@ func withNow(now func() time.Time) RedisOption {
 // background work (renewals, the pub/sub connection) and must be called
 // once the store is no longer used. The zero value is not usable.
 type Redis struct {
-	rdb         redis.UniversalClient
-	prefix      string
-	ttl         time.Duration
-	aging       time.Duration
-	callTimeout time.Duration
-	climb       time.Duration
-	observeTTL  time.Duration
-	now         func() time.Time // nil: Redis's TIME
+	rdb       redis.UniversalClient
+	prefix    string
+	ttl       time.Duration
+	ticketTTL time.Duration // min(ttl, DefaultTicketTTL)
+	// ticketTTLSet, when set (tests), is the ticket TTL.
+	ticketTTLSet time.Duration
+	aging        time.Duration
+	callTimeout  time.Duration
+	climb        time.Duration
+	observeTTL   time.Duration
+	now          func() time.Time // nil: Redis's TIME
 
 	// guard is set when the client ignores context deadlines (see call).
 	guard bool
@@ -203,6 +232,10 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o.applyRedis(s)
 	}
+	s.ticketTTL = min(s.ttl, DefaultTicketTTL)
+	if s.ticketTTLSet > 0 {
+		s.ticketTTL = s.ticketTTLSet
+	}
 	s.guard = !honoursDeadlines(rdb)
 	s.hub = newHub(s)
 	s.keeper = newKeeper(s)
@@ -241,6 +274,32 @@ type redisWaiter struct {
 	prio     Priority
 	score    string        // the ticket's effective arrival, "" before the first reply
 	wake     chan struct{} // buffered 1: a message, a renewal or a resubscription
+
+	mu      sync.Mutex
+	granted bool  // a release granted the ticket its lease (see lease.lua's wake)
+	token   int64 // the granted lease's token
+}
+
+// ticketID returns the id of ticket seq of a store whose ids start with
+// prefix, for a request of n caps: lease.lua grants on release only the
+// tickets whose id ends in "/1".
+func ticketID(prefix string, seq uint64, n int) string {
+	return prefix + strconv.FormatUint(seq, 36) + "/" + strconv.Itoa(n)
+}
+
+// offer hands w the lease a release granted it, and wakes it.
+func (w *redisWaiter) offer(token int64) {
+	w.mu.Lock()
+	w.granted, w.token = true, token
+	w.mu.Unlock()
+	w.signal()
+}
+
+// take returns the token of the lease granted to w, if any.
+func (w *redisWaiter) take() (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.token, w.granted
 }
 
 // signal wakes w without blocking.
@@ -253,9 +312,11 @@ func (w *redisWaiter) signal() {
 
 // Acquire takes one lease in every cap of caps, all or none (see Store). A
 // request that cannot enqueues a ticket and sleeps until a message on a
-// cap's channel names it, a renewal round finds it may acquire, or the
-// pub/sub connection resubscribes; then it tries again. A failed Redis
-// call ends it with an *UnavailableError.
+// cap's channel (or the reply of this store's own release) names it, a
+// renewal round finds it may acquire or was granted, or the pub/sub
+// connection resubscribes. A request of one cap named with a grant holds
+// its lease at once; otherwise it tries again, and its call takes a grant
+// it missed. A failed Redis call ends it with an *UnavailableError.
 func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait time.Duration) (*Lease, error) {
 	if err := checkCaps(caps); err != nil {
 		return nil, err
@@ -268,7 +329,7 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	}
 	start := time.Now()
 	w := &redisWaiter{
-		tid:  s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36),
+		tid:  ticketID(s.idPrefix, s.idSeq.Add(1), len(caps)),
 		caps: append([]Cap(nil), caps...),
 		prio: p.clamp(),
 		wake: make(chan struct{}, 1),
@@ -285,6 +346,17 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 	var timeout <-chan time.Time
 	queued := false
 	for {
+		if tok, ok := w.take(); ok {
+			// Granted by a release: the lease is ours without a call. It
+			// expires at the ticket TTL until renewed: ask for a round.
+			s.keeper.dropTicket(w)
+			l := s.grantShort(w.caps, []int64{tok})
+			if err := ctx.Err(); err != nil {
+				l.Release()
+				return nil, err
+			}
+			return l, nil
+		}
 		r, err := s.acquireCall(ctx, w, false)
 		if err != nil {
 			if queued {
@@ -329,6 +401,9 @@ func (s *Redis) Acquire(ctx context.Context, caps []Cap, p Priority, maxWait tim
 			s.withdraw(ctx, w)
 			return nil, ErrClosed
 		}
+		if _, ok := w.take(); ok {
+			continue // granted while the call was on its way
+		}
 		select {
 		case <-w.wake:
 			if s.isClosed() {
@@ -358,6 +433,19 @@ func (s *Redis) grant(caps []Cap, tokens []int64) *Lease {
 	return l
 }
 
+// grantShort is grant for a lease a release granted, which Redis keeps
+// for the ticket TTL until renewed: it asks for a round at once, and counts
+// the lease unrenewed since a TTL before its Redis expiry, so that failed
+// rounds mark it lost when Redis drops it.
+func (s *Redis) grantShort(caps []Cap, tokens []int64) *Lease {
+	p := &redisPart{s: s, caps: caps, tokens: tokens}
+	l := newLease(caps, tokens, p)
+	p.lease = l
+	s.keeper.addLeaseAt(p, time.Now().Add(s.ticketTTL-s.ttl))
+	s.keeper.netIn(0)
+	return l
+}
+
 // redisPart is a Redis store's share of a lease.
 type redisPart struct {
 	s      *Redis
@@ -371,29 +459,51 @@ type redisPart struct {
 
 func (p *redisPart) release() {
 	p.s.keeper.dropLease(p)
-	p.s.background(func(ctx context.Context) {
+	done := p.s.background(func(ctx context.Context) {
 		if _, err := p.s.releaseCall(ctx, p.caps, p.tokens, ""); err != nil {
 			p.s.orphans.add(orphan{caps: p.caps, tokens: p.tokens})
 		}
 	})
+	// Waiting a little lets the release go out before the caller's next
+	// work rather than after it (the new goroutine would otherwise wait
+	// for this one to block): the slot's next holder is served sooner.
+	t := time.NewTimer(releaseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// handOver gives this store's waiters the grants of a release's reply at
+// once, ahead of the message that names them too.
+func (s *Redis) handOver(grants []string) {
+	if len(grants) > 0 {
+		s.hub.deliver(grants)
+	}
 }
 
 // background runs f on a goroutine of its own with a context bounded by the
-// call timeout, unless the store is closed.
-func (s *Redis) background(f func(ctx context.Context)) {
+// call timeout, unless the store is closed. The channel is closed when f
+// has returned (at once if it does not run).
+func (s *Redis) background(f func(ctx context.Context)) <-chan struct{} {
+	done := make(chan struct{})
 	s.bgMu.Lock()
 	if s.closed {
 		s.bgMu.Unlock()
-		return
+		close(done)
+		return done
 	}
 	s.bg.Add(1)
 	s.bgMu.Unlock()
 	go func() {
 		defer s.bg.Done()
+		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
 		defer cancel()
 		f(ctx)
 	}()
+	return done
 }
 
 // withdraw takes w's ticket out of the queues before Acquire returns, so
@@ -536,13 +646,13 @@ type acquireReply struct {
 // caps' state.
 func (s *Redis) acquireCall(ctx context.Context, w *redisWaiter, force bool) (acquireReply, error) {
 	keys := make([]string, 0, 4*len(w.caps))
-	args := make([]any, 0, 9+2*len(w.caps))
+	args := make([]any, 0, 10+2*len(w.caps))
 	forceArg := ""
 	if force {
 		forceArg = "1"
 	}
 	args = append(args, s.nowArg(), w.tid, w.score, int(w.prio), s.aging.Milliseconds(),
-		s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), forceArg)
+		s.ttl.Milliseconds(), s.climb.Milliseconds(), s.keep(), forceArg, s.ticketTTL.Milliseconds())
 	for i, c := range w.caps {
 		k := s.keys(c.Key)
 		keys = append(keys, k[:]...)
@@ -609,11 +719,12 @@ func parseAcquire(v any, n int) (acquireReply, error) {
 }
 
 // releaseCall runs release.lua: it releases tokens (one per cap, or nil)
-// and withdraws ticket tid ("" for none). It returns the holders removed.
+// and withdraws ticket tid ("" for none). It returns the holders removed,
+// and hands the grants the release made to this store's waiters.
 func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid string) (int64, error) {
 	keys := make([]string, 0, 4*len(caps))
-	args := make([]any, 0, 4+3*len(caps))
-	args = append(args, s.nowArg(), tid, s.climb.Milliseconds(), s.keep())
+	args := make([]any, 0, 5+3*len(caps))
+	args = append(args, s.nowArg(), tid, s.climb.Milliseconds(), s.keep(), s.ticketTTL.Milliseconds())
 	for i, c := range caps {
 		k := s.keys(c.Key)
 		keys = append(keys, k[:]...)
@@ -627,9 +738,22 @@ func (s *Redis) releaseCall(ctx context.Context, caps []Cap, tokens []int64, tid
 	if err != nil {
 		return 0, err
 	}
-	n, ok := v.(int64)
+	a, ok := v.([]any)
+	if !ok || len(a) < 1 {
+		return 0, fmt.Errorf("%w: release: %v", errReply, v)
+	}
+	n, ok := a[0].(int64)
 	if !ok {
 		return 0, fmt.Errorf("%w: release: %v", errReply, v)
 	}
+	grants := make([]string, 0, len(a)-1)
+	for _, g := range a[1:] {
+		g, ok := g.(string)
+		if !ok {
+			return 0, fmt.Errorf("%w: release: %v", errReply, v)
+		}
+		grants = append(grants, g)
+	}
+	s.handOver(grants)
 	return n, nil
 }

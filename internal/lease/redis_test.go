@@ -117,8 +117,10 @@ var deployments = []deployment{
 }
 
 // TestWakeByRelease: a request waiting in store B sends no command while it
-// waits, and wakes within a few ms of a release in store A (another
-// client, as another process would be).
+// waits but its store's renewal round (one a third of the ticket TTL, for
+// all its waiters), and holds its lease within a few ms of a release in
+// store A (another client, as another process would be): the release
+// grants it, so the waiter makes no call of its own.
 func TestWakeByRelease(t *testing.T) {
 	for _, d := range deployments {
 		t.Run(d.name, func(t *testing.T) {
@@ -154,8 +156,8 @@ func TestWakeByRelease(t *testing.T) {
 				time.Sleep(20 * time.Millisecond) // settle: a fresh subscription retries once
 				before := count.n.Load()
 				time.Sleep(100 * time.Millisecond)
-				if n := count.n.Load() - before; n != 0 {
-					t.Fatalf("round %d: %d commands from the waiting store in 100 ms, want 0", i, n)
+				if n := count.n.Load() - before; n > 1 {
+					t.Fatalf("round %d: %d commands from the waiting store in 100 ms, want at most its renewal round", i, n)
 				}
 				released := time.Now()
 				held.Release()
@@ -167,8 +169,10 @@ func TestWakeByRelease(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("the waiter was not woken by the release")
 				}
-				// One acquire on wake-up and one release in the background.
-				waitFor(t, "B's release", func() bool { return count.n.Load()-before == 2 })
+				// No acquire on wake-up (granted): the release in the
+				// background, and the renewal round the grant asks for if
+				// it runs before the release.
+				waitFor(t, "B's release", func() bool { return count.n.Load()-before >= 1 })
 				waitFor(t, "an empty cap", func() bool {
 					n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:acct:h").Result()
 					return n == 0
@@ -278,8 +282,10 @@ func testWaitingCost(t *testing.T, ttl time.Duration) {
 	server := statsAfter - statsBefore
 	perWaiter := float64(n) / waiters / span.Seconds()
 	t.Logf("TTL %v: %d commands from the waiting store in %v for %d waiters: %.4f per waiting request per second; all clients, server side (commandstats EVALSHA+EVAL+PING, both stores, A's renewals included): %d", ttl, n, span, waiters, perWaiter, server)
-	if perWaiter > 0.05 {
-		t.Fatalf("%.3f commands per waiting request per second, want near zero", perWaiter)
+	// One renewal call a third of the ticket TTL for the store, whatever
+	// its waiters: 3 a second, 0.06 for each of 50 waiters.
+	if perStore := float64(n) / span.Seconds(); perStore > 3.5 || perWaiter > 0.075 {
+		t.Fatalf("%.3f commands per waiting request per second, %.2f for the store, want near zero and one renewal round a third of the ticket TTL", perWaiter, perStore)
 	}
 	cancel()
 	for range waiters {
@@ -413,10 +419,9 @@ func TestResubscribeWakes(t *testing.T) {
 		proxy.CloseAll()
 		waitFor(t, "the subscriber gone", func() bool { return subscribers(t, obs, ns, "k") == 0 })
 		h.Release()
-		waitFor(t, "the release", func() bool {
-			n, _ := obs.ZCard(context.Background(), "throttle:{"+ns+"}:lease:k:h").Result()
-			return n == 0
-		})
+		// The release grants B's ticket the slot: the ticket leaves the
+		// queue, its grant waits for B.
+		waitFor(t, "the release", func() bool { return queued(t, obs, ns, "k") == 0 })
 		time.Sleep(50 * time.Millisecond)
 		select {
 		case <-w:

@@ -28,7 +28,8 @@ func newScriptEnv(t *testing.T, rdb redis.UniversalClient) *scriptEnv {
 	e := &scriptEnv{t: t, now: scriptT0}
 	ns := "scripts-" + strconv.FormatInt(nsSeq.Add(1), 10)
 	e.s = NewRedis(rdb, WithNamespace(ns), WithTTL(10*time.Second), WithAging(time.Second),
-		WithClimb(2*time.Second), withNow(func() time.Time { return e.now }))
+		WithClimb(2*time.Second), withNow(func() time.Time { return e.now }),
+		withTicketTTL(10*time.Second))
 	t.Cleanup(func() { _ = e.s.Close() })
 	return e
 }
@@ -80,6 +81,23 @@ func (e *scriptEnv) release(caps []Cap, tokens []int64) int64 {
 		e.t.Fatal(err)
 	}
 	return n
+}
+
+// grantable gives w the id of a one-cap ticket, which releases grant.
+func (e *scriptEnv) grantable(w *redisWaiter) *redisWaiter {
+	w.tid = ticketID("g", uint64(e.seq), len(w.caps))
+	return w
+}
+
+// grant returns the token granted to w under c, failing if there is none.
+func (e *scriptEnv) grant(c Cap, w *redisWaiter) int64 {
+	e.t.Helper()
+	k := e.s.keys(c.Key)
+	tok, err := e.s.rdb.HGet(context.Background(), k[3], "g:"+w.tid).Int64()
+	if err != nil {
+		e.t.Fatalf("grant of %s: %v", w.tid, err)
+	}
+	return tok
 }
 
 func (e *scriptEnv) holders(c Cap) int64 {
@@ -265,6 +283,60 @@ var scriptCases = []struct {
 		if got, _ := e.s.Observe(context.Background(), c, 0); got != 5 {
 			e.t.Fatalf("cap %d after the climb with no others, want 5", got)
 		}
+	}},
+	{"a release grants a one-cap ticket, which its next acquire takes", func(e *scriptEnv) {
+		c := Cap{Key: "k", Rule: "r", Limit: 1}
+		ta := e.mustAcquire(e.ticket(Normal, c))
+		w := e.grantable(e.ticket(Normal, c))
+		e.mustWait(w)
+		e.release([]Cap{c}, ta)
+		if e.tickets(c) != 0 || e.holders(c) != 1 {
+			e.t.Fatalf("after the release: tickets %d holders %d, want 0 and 1 (the grant)", e.tickets(c), e.holders(c))
+		}
+		tok := e.grant(c, w)
+		if got := e.mustAcquire(w); got[0] != tok {
+			e.t.Fatalf("acquire took token %d, want the grant's %d", got[0], tok)
+		}
+		if e.holders(c) != 1 {
+			e.t.Fatalf("holders %d after the grant was taken, want 1", e.holders(c))
+		}
+	}},
+	{"a withdrawal gives back a grant not taken", func(e *scriptEnv) {
+		c := Cap{Key: "k", Rule: "r", Limit: 1}
+		ta := e.mustAcquire(e.ticket(Normal, c))
+		w := e.grantable(e.ticket(Normal, c))
+		e.mustWait(w)
+		e.release([]Cap{c}, ta)
+		if _, err := e.s.releaseCall(context.Background(), w.caps, nil, w.tid); err != nil {
+			e.t.Fatal(err)
+		}
+		if e.holders(c) != 0 {
+			e.t.Fatalf("holders %d after the withdrawal, want 0", e.holders(c))
+		}
+	}},
+	{"a grant not taken expires a renewal interval after it, its ticket having less left", func(e *scriptEnv) {
+		c := Cap{Key: "k", Rule: "r", Limit: 1}
+		ta := e.mustAcquire(e.ticket(Normal, c))
+		e.mustWait(e.grantable(e.ticket(Normal, c))) // its ticket expires in 10 s
+		e.now = e.now.Add(9 * time.Second)
+		e.release([]Cap{c}, ta)
+		e.now = e.now.Add(3333*time.Millisecond - time.Millisecond) // a third of the ticket TTL
+		next := e.ticket(Normal, c)
+		e.mustWait(next)
+		e.now = e.now.Add(time.Millisecond)
+		e.mustAcquire(next)
+	}},
+	{"a ticket of two caps is not granted, it acquires", func(e *scriptEnv) {
+		c, d := Cap{Key: "c", Rule: "r", Limit: 1}, Cap{Key: "d", Rule: "r", Limit: 1}
+		ta := e.mustAcquire(e.ticket(Normal, c))
+		w := e.ticket(Normal, c, d)
+		w.tid = ticketID("m", 1, 2)
+		e.mustWait(w)
+		e.release([]Cap{c}, ta)
+		if e.holders(c) != 0 || e.tickets(c) != 1 {
+			e.t.Fatalf("holders %d tickets %d of c, want 0 and 1: no grant of one cap of two", e.holders(c), e.tickets(c))
+		}
+		e.mustAcquire(w)
 	}},
 	{"observe subtracts others' requests for a while", func(e *scriptEnv) {
 		c := Cap{Key: "k", Rule: "r", Limit: 10}
