@@ -166,6 +166,21 @@ type Server struct {
 
 	inService    int // requests in service now (WithConcurrency)
 	maxInService int
+	served       int           // requests served (WithConcurrency)
+	inServiceFor time.Duration // their time in service, summed
+}
+
+// MeanService returns, with [WithConcurrency], how long the requests the
+// server served were in service on average: the service time asked for,
+// plus what the server's sleep overshot it by on this machine. 0 before
+// the first one.
+func (s *Server) MeanService() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.served == 0 {
+		return 0
+	}
+	return s.inServiceFor / time.Duration(s.served)
 }
 
 // MaxInService returns the most requests the server had in service at
@@ -276,9 +291,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.arrivals = append(s.arrivals, Arrival{Seq: seq, At: at, Worker: worker, Status: resp.Status, InService: inService})
 	s.mu.Unlock()
 	if serving {
+		began := time.Now()
 		time.Sleep(s.service)
 		s.mu.Lock()
 		s.inService--
+		s.served++
+		s.inServiceFor += time.Since(began)
 		s.mu.Unlock()
 	}
 	if cost.Requested != cost.Actual {
