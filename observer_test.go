@@ -165,7 +165,9 @@ func TestObserverRejected(t *testing.T) {
 		go func() { done <- roundTrip(tr, newReq(t, ctx, "GET", "http://x/")) }()
 		clk.WaitTimers(1)
 		cancel()
-		<-done
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
 		es := rec.take()
 		one(t, es, throttle.EventQueued)
 		one(t, es, throttle.EventDequeued)
