@@ -79,8 +79,9 @@ type Observer struct {
 	modeChanges   metric.Int64Counter
 
 	// sets caches the attribute sets by their values, so that a
-	// measurement allocates none.
-	sets sync.Map // attrKey → metric.MeasurementOption
+	// measurement allocates none (a sync.Map would box each key).
+	mu   sync.RWMutex
+	sets map[attrKey]metric.MeasurementOption
 }
 
 var _ throttle.Observer = (*Observer)(nil)
@@ -103,7 +104,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		return nil, errNilProvider
 	}
 	m := mp.Meter(ScopeName)
-	o := &Observer{}
+	o := &Observer{sets: map[attrKey]metric.MeasurementOption{}}
 	var errs []error
 	c := func(name, unit, desc string) metric.Int64Counter {
 		i, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -211,8 +212,11 @@ func outage(m throttle.Mode) bool {
 
 // attrs returns the measurement option of the attribute set k names.
 func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
-	if v, ok := o.sets.Load(k); ok {
-		return v.(metric.MeasurementOption)
+	o.mu.RLock()
+	v, ok := o.sets[k]
+	o.mu.RUnlock()
+	if ok {
+		return v
 	}
 	kvs := make([]attribute.KeyValue, 0, 4)
 	if k.mode != "" {
@@ -229,8 +233,14 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	if k.status != 0 {
 		kvs = append(kvs, StatusKey.Int(k.status))
 	}
-	v, _ := o.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kvs...)))
-	return v.(metric.MeasurementOption)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if v, ok := o.sets[k]; ok {
+		return v
+	}
+	v = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	o.sets[k] = v
+	return v
 }
 
 var errNilProvider = errors.New("otelthrottle: New needs a MeterProvider, got nil")
