@@ -103,3 +103,47 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestObserverLeaseLost restarts Redis (which forgets every key) while a
+// response holds its lease: the next renewal finds its token gone, and the
+// observer hears of the loss, then of the release.
+func TestObserverLeaseLost(t *testing.T) {
+	srv := redistest.Start(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	t.Cleanup(api.Close)
+	events := make(chan Event, 64)
+	tr := mustNew(t, http.DefaultTransport, WithRedis(srv.Client(t)), WithNamespace(testNamespace(t)),
+		WithRules(Rule{Name: "inflight", Concurrency: 2}), WithLeaseTTL(300*time.Millisecond), WithRedisTimeout(time.Second),
+		WithObserver(ObserverFunc(func(e Event) {
+			if e.Kind == EventLeaseAcquired || e.Kind == EventLeaseLost || e.Kind == EventLeaseReleased {
+				events <- e
+			}
+		})))
+	t.Cleanup(func() { _ = tr.Close() })
+	t.Cleanup(tr.CloseIdleConnections)
+	resp, err := (&http.Client{Transport: tr}).Get(api.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() Event {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no lease event")
+		}
+		return Event{}
+	}
+	if e := next(); e.Kind != EventLeaseAcquired || e.Rule != "inflight" || e.Method != "GET" {
+		t.Fatalf("first event %+v, want the lease acquired", e)
+	}
+	srv.Restart()
+	if e := next(); e.Kind != EventLeaseLost || e.Rule != "inflight" || e.Wait <= 0 {
+		t.Fatalf("event %+v, want the lease lost after it was held a while", e)
+	}
+	_ = resp.Body.Close()
+	if e := next(); e.Kind != EventLeaseReleased {
+		t.Fatalf("event %+v, want the lease released", e)
+	}
+}
