@@ -83,13 +83,20 @@ func TestObserverModeChange(t *testing.T) {
 			t.Fatalf("WithOnModeChange did not hear of the change to %v", want)
 		}
 	}
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
-	if !strings.Contains(out, `"level":"WARN","msg":"throttle: mode changed","from":"shared","to":"fallback"`) ||
-		!strings.Contains(out, `"level":"INFO","msg":"throttle: mode changed","from":"fallback","to":"shared"`) {
-		t.Errorf("logs lack the fall (Warn) or the return (Info):\n%s", out)
+	// The logger is the observer after the one that reported the
+	// return: its line may come a moment later.
+	fall := `"level":"WARN","msg":"throttle: mode changed","from":"shared","to":"fallback"`
+	back := `"level":"INFO","msg":"throttle: mode changed","from":"fallback","to":"shared"`
+	var out string
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		out = logs.String()
+		mu.Unlock()
+		if strings.Contains(out, fall) && strings.Contains(out, back) {
+			return
+		}
 	}
+	t.Errorf("logs lack the fall (Warn) or the return (Info):\n%s", out)
 }
 
 // lockedWriter writes to w under mu.
