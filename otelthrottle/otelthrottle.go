@@ -51,11 +51,18 @@ const ScopeName = "github.com/throttlekit/throttle/otelthrottle"
 
 // Attribute keys of the instruments.
 const (
-	RuleKey   = attribute.Key("throttle.rule")
+	// RuleKey is the rule's name ([throttle.Rule.Name]).
+	RuleKey = attribute.Key("throttle.rule")
+	// ResultKey is a request's result: "acquired", "rejected" or
+	// "canceled".
 	ResultKey = attribute.Key("throttle.rate_limiting.result")
+	// ReasonKey is the [throttle.RejectReason] of a request not acquired,
+	// under OpenTelemetry's general error.type.
 	ReasonKey = attribute.Key("error.type")
+	// StatusKey is a rate-limited response's status code.
 	StatusKey = attribute.Key("http.response.status_code")
-	ModeKey   = attribute.Key("throttle.mode")
+	// ModeKey is a [throttle.Mode]'s name ("fallback", "shared", ...).
+	ModeKey = attribute.Key("throttle.mode")
 )
 
 // Observer records a Transport's events in OpenTelemetry instruments. Make
