@@ -25,8 +25,8 @@ import (
 // [EventModeChange], from the outage store's reporting goroutine), so it
 // must be safe for concurrent use. It is never called under a lock of the
 // Transport, but it is called on the request's path: it should return
-// quickly (count, log, hand off), and must not keep the Event's Err beyond
-// the call if it is large. It must not panic.
+// quickly (count, log, hand off). It must not panic. The Event is a value
+// that it may keep.
 type Observer interface {
 	Observe(Event)
 }
