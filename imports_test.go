@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 // TestCoreImports checks that the core package imports neither
 // OpenTelemetry nor Prometheus: their exporters live in otelthrottle and
 // promthrottle, so that users of neither pay for them. It reads the
-// imports of the root's non-test files.
+// imports of the root's non-test files, then the root's whole build
+// (go list -deps).
 func TestCoreImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -45,5 +47,17 @@ func TestCoreImports(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no non-test file read")
+	}
+	// Nor through another package: the whole build of the root.
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, path := range strings.Fields(string(out)) {
+		for _, banned := range []string{"go.opentelemetry.io/", "github.com/prometheus/"} {
+			if strings.HasPrefix(path, banned) {
+				t.Errorf("the root depends on %s", path)
+			}
+		}
 	}
 }
