@@ -127,7 +127,7 @@ func (t *Transport) takeLeases(ctx context.Context, cs []lease.Cap, bs []store.B
 			return nil, bk, err
 		}
 	}
-	return l.Release, bk, nil
+	return t.observeLease(ctx, cs, l, start, waited), bk, nil
 }
 
 // leaseError turns the lease store's error into the Transport's: a wait

@@ -38,4 +38,10 @@
 // keeps going on local token buckets sized to this replica's share of the
 // fleet (or fails open or closed, see [WithOutageMode]) and returns to the
 // shared buckets once Redis answers again; [Transport.Mode] tells which.
+//
+// Every decision (a slot acquired or refused, a rate-limited answer, a
+// fleet-wide pause, a retry, a lease, a mode change) is an [Event] for the
+// observers of [WithObserver] and [WithLogger]; packages otelthrottle and
+// promthrottle record them as OpenTelemetry or Prometheus metrics
+// (docs/OBSERVABILITY.md). Without an observer they cost nothing.
 package throttle

@@ -39,6 +39,7 @@ func WithDialects(ds ...header.Dialect) Option {
 func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.Booking, resp *http.Response, leased bool) (header.Signal, time.Time) {
 	now := t.clock.Now()
 	sig := t.signal(resp, now)
+	t.observeResponse(ctx, bs, resp, sig, now)
 	if len(bs) == 0 || t.noFeedback || (leased && sig.Limited && sig.Concurrent) {
 		return sig, now
 	}
@@ -59,11 +60,13 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.B
 		_ = t.store.Pause(ctx, bs, act.Pause)
 		t.queue.hold(bs, now, now.Add(act.Pause))
 		t.views.Paused(bs, now.Add(act.Pause).UnixNano(), now.UnixNano())
+		t.observePause(ctx, bs, act.Pause, now)
 	}
 	for _, c := range act.Caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
 		_ = t.store.Limit(ctx, bs[c.Bucket], c.Cap)
+		t.observeCap(ctx, bs[c.Bucket], c.Cap, sig, now)
 	}
 	return sig, now
 }

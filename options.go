@@ -52,6 +52,8 @@ type config struct {
 	redis redisSettings
 	// leaseTTL is WithLeaseTTL's; 0: the lease store's default.
 	leaseTTL time.Duration
+	// observers are WithObserver's and WithLogger's (observer.go).
+	observers []Observer
 }
 
 func defaultConfig() config {

@@ -47,6 +47,8 @@ type Transport struct {
 	// views is this process's reading of the server's quotas.
 	views *feedback.Views
 	clock Clock
+	// obs receives the Transport's events; nil without one (observer.go).
+	obs Observer
 
 	maxWait       time.Duration
 	dialects      []header.Dialect
@@ -101,6 +103,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		maxRetryAfter: cfg.maxRetryAfter,
 		retry:         cfg.retry.withDefaults(),
 		noFeedback:    cfg.noFeedback,
+		obs:           newObserver(cfg.observers),
 	}
 	if t.err = errors.Join(cfg.errs...); t.err != nil {
 		return t
@@ -115,6 +118,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			t.maxAnchorPeriod = max(t.maxAnchorPeriod, c.Limit.Period)
 		}
 	}
+	cfg.redis.outage.onChange = observeModes(t.obs, cfg.redis.outage.onChange)
 	var rs *redisstore.Store
 	if cfg.redis.rdb != nil {
 		var os *outage.Store
@@ -175,14 +179,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			bucketSlices.Put(p)
 		}()
 	}
+	ctx := t.observed(req.Context(), req)
 	bs, err := t.buckets(bs, req)
 	if err != nil {
+		t.observeRejected(ctx, bs, err)
 		closeBody(req)
 		return nil, err
 	}
-	ctx := req.Context()
 	bk, err := t.acquire(ctx, bs)
 	if err != nil {
+		t.observeRejected(ctx, bs, err)
 		closeBody(req)
 		return nil, err
 	}
@@ -191,6 +197,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.leases != nil {
 		if cs = t.caps(req); len(cs) > 0 {
 			if release, bk, err = t.takeLeases(ctx, cs, bs, bk); err != nil {
+				t.observeRejected(ctx, bs, err)
 				closeBody(req)
 				return nil, err
 			}
@@ -221,12 +228,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ok {
 			return t.answer(resp, release), nil
 		}
+		t.observeRetry(ctx, bs, attempt+1, delay)
 		freeConn(resp)
 		// The leases stay held through the retry: the request is still
 		// the caller's one request in flight.
 		var next *http.Request
 		next, bk, err = t.retryAfter(ctx, req, bs, delay)
 		if err != nil {
+			t.observeRejected(ctx, bs, err)
 			// No retry could be made in time: the caller gets the
 			// server's answer, untouched.
 			return t.answer(resp, release), nil
@@ -400,12 +409,15 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 			t.giveBack(ctx, r)
 			return feedback.Booking{}, err
 		}
+		t.observeQueue(ctx, &r, true)
 		defer t.queue.leave(bs)
 		tolerance := anyLateness
 		if mayBeLate {
 			tolerance = lateness(bs)
 		}
-		if err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance); err != nil {
+		err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance)
+		t.observeQueue(ctx, &r, false)
+		if err != nil {
 			// Late or cancelled, the slot goes back where it is still the
 			// last one booked: a late request then books again at the
 			// time it really leaves, which the bucket counts right, and
@@ -427,6 +439,9 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		departed = t.clock.Now()
 	}
 	t.views.Departed(bs, departed.UnixNano())
+	if t.obs != nil {
+		t.reportAcquired(ctx, &r, departed, departed.Sub(sent))
+	}
 	return bk, nil
 }
 
