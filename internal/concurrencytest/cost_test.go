@@ -25,9 +25,11 @@ import (
 // request booked ahead (see internal/localstore's gcraCharge for why).
 //
 // Gates: no request rejected, in either run, and the corrected fleet sends
-// no fewer requests than the fleet that books its estimates only (less 2
-// %): correcting costs must never do harm. (Requests, not points: which
-// arrival gets which actual cost varies from run to run.) The issue's
+// no fewer requests than the fleet that books its estimates only, less 5 %
+// (two runs of the same fleet differ by up to 2.4 % on .ci/run's race
+// detector: 166 against 170): correcting costs must never do harm.
+// (Requests, not points: which arrival gets which actual cost varies from
+// run to run.) The issue's
 // target of 0.95 of the points is logged: a saturated fleet always has
 // requests booked ahead, so its refunds are not given (measured 0.64-0.67,
 // as without correction); using them needs the queue's waiters re-timed.
@@ -75,7 +77,7 @@ func TestFleetActualCosts(t *testing.T) {
 			if rejected != 0 {
 				t.Errorf("%d requests rejected, want 0", rejected)
 			}
-			if tc.correct && float64(tot.Sent) < 0.98*float64(sent[false]) {
+			if tc.correct && float64(tot.Sent) < 0.95*float64(sent[false]) {
 				t.Errorf("corrected, the fleet sent %d requests, fewer than %d without correction", tot.Sent, sent[false])
 			}
 			checkFailures(t, tot, 4*cfg.Goroutines)
