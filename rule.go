@@ -214,22 +214,18 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 		case r.ActualCost != nil && r.Algorithm.windowed():
 			return nil, bad("ActualCost", fmt.Sprintf("is read for leaky and token buckets only, not %v: a window counts a request where it departed, and a correction would have to find that window again", r.Algorithm))
 		case r.Concurrency > 0 && r.Limit == (Limit{}):
-			// A concurrency cap alone: no rate bucket.
-			if r.Match.Path != "" {
-				if _, err := path.Match(r.Match.Path, ""); err != nil {
-					return nil, bad("Match.Path", fmt.Sprintf("bad pattern %q: %v", r.Match.Path, err))
-				}
-			}
-			seen[r.Name] = true
-			out = append(out, &compiledRule{Rule: r, headroom: headroom})
-			continue
+			// A concurrency cap alone: no rate bucket, nothing more of
+			// the Limit to check.
 		case r.Limit.Rate <= 0:
 			return nil, bad("Limit.Rate", fmt.Sprintf("must be > 0, got %d", r.Limit.Rate))
 		case r.Limit.Period <= 0:
 			return nil, bad("Limit.Period", fmt.Sprintf("must be > 0, got %v", r.Limit.Period))
 		}
-		if err := checkAlgorithm(&r, bad); err != nil {
-			return nil, err
+		rated := r.Limit != (Limit{})
+		if rated {
+			if err := checkAlgorithm(&r, bad); err != nil {
+				return nil, err
+			}
 		}
 		if r.Match.Path != "" {
 			if _, err := path.Match(r.Match.Path, ""); err != nil {
@@ -237,6 +233,10 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			}
 		}
 		seen[r.Name] = true
+		if !rated {
+			out = append(out, &compiledRule{Rule: r, headroom: headroom})
+			continue
+		}
 		lb := newBucket(r.Algorithm, r.Limit, headroom)
 		if lb.interval <= 0 {
 			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
