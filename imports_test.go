@@ -9,7 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/throttlekit/throttle/internal/moduletest"
 )
+
+// TestModuleRequirements checks that the root module's build list (go list
+// -m all: its requirements and theirs) holds none of the modules only the
+// nested modules need: the exporters' metrics libraries, the libraries the
+// benchmarks compare against and the examples' embedded Redis and SDKs. A
+// user of package throttle must find none of them in their go.sum.
+func TestModuleRequirements(t *testing.T) {
+	moduletest.CheckBuildList(t, append(moduletest.Compared, moduletest.OpenTelemetry, moduletest.Prometheus)...)
+}
 
 // TestCoreImports checks that the core package imports neither
 // OpenTelemetry nor Prometheus: their exporters live in otelthrottle and

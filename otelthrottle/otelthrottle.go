@@ -44,6 +44,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/histogram"
 )
 
 // ScopeName is the instrumentation scope of the Observer's meter.
@@ -63,6 +64,10 @@ const (
 	StatusKey = attribute.Key("http.response.status_code")
 	// ModeKey is a [throttle.Mode]'s name ("fallback", "shared", ...).
 	ModeKey = attribute.Key("throttle.mode")
+	// CallKey names a call to Redis ([throttle.EventStoreCall]): "reserve",
+	// "pause", "limit", "held", "charge". A failed call also has ReasonKey
+	// "error".
+	CallKey = attribute.Key("throttle.store.call")
 )
 
 // Observer records a Transport's events in OpenTelemetry instruments. Make
@@ -84,6 +89,7 @@ type Observer struct {
 	retries       metric.Int64Counter
 	fallback      metric.Int64Gauge
 	modeChanges   metric.Int64Counter
+	storeCalls    metric.Float64Histogram
 
 	// sets caches the attribute sets by their values, so that a
 	// measurement allocates none (a sync.Map would box each key).
@@ -95,14 +101,9 @@ var _ throttle.Observer = (*Observer)(nil)
 
 // attrKey names one attribute set.
 type attrKey struct {
-	rule, result, reason, mode string
-	status                     int
+	rule, result, reason, mode, call string
+	status                           int
 }
-
-// durationBounds are the histograms' bucket boundaries, in seconds: from a
-// millisecond to two minutes (the longest wait a server may name, see
-// throttle.WithMaxRetryAfter).
-var durationBounds = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // New returns an Observer whose instruments come from mp's meter of
 // [ScopeName], or the first error of making one. A nil mp is an error.
@@ -124,7 +125,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		return i
 	}
 	h := func(name, desc string) metric.Float64Histogram {
-		i, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(durationBounds...))
+		i, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(histogram.Waits()...))
 		errs = append(errs, err)
 		return i
 	}
@@ -149,6 +150,10 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		metric.WithDescription("1 while the shared store is unreachable and the Transport runs in its outage mode, else 0."))
 	errs = append(errs, err)
 	o.modeChanges = c("throttle.store.mode_changes", "{change}", "Changes of the Transport's mode, by the mode changed to.")
+	o.storeCalls, err = m.Float64Histogram("throttle.store.call.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time of the calls to Redis, by call and result (ok, error)."),
+		metric.WithExplicitBucketBoundaries(histogram.StoreCalls()...))
+	errs = append(errs, err)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -209,6 +214,12 @@ func (o *Observer) Observe(e throttle.Event) {
 			o.fallback.Record(ctx, 0, o.attrs(attrKey{mode: e.From.String()}))
 		}
 		o.modeChanges.Add(ctx, 1, o.attrs(attrKey{mode: e.To.String()}))
+	case throttle.EventStoreCall:
+		result := "ok"
+		if e.Err != nil {
+			result = "error"
+		}
+		o.storeCalls.Record(ctx, e.Wait.Seconds(), o.attrs(attrKey{call: e.Call, result: result}))
 	}
 }
 
@@ -226,6 +237,13 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 		return v
 	}
 	kvs := make([]attribute.KeyValue, 0, 4)
+	if k.call != "" {
+		kvs = append(kvs, CallKey.String(k.call))
+		if k.result == "error" {
+			kvs = append(kvs, ReasonKey.String("error"))
+		}
+		return o.store(k, kvs)
+	}
 	if k.mode != "" {
 		kvs = append(kvs, ModeKey.String(k.mode))
 	} else {
@@ -240,12 +258,17 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	if k.status != 0 {
 		kvs = append(kvs, StatusKey.Int(k.status))
 	}
+	return o.store(k, kvs)
+}
+
+// store caches kvs as k's attribute set and returns it.
+func (o *Observer) store(k attrKey, kvs []attribute.KeyValue) metric.MeasurementOption {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if v, ok := o.sets[k]; ok {
 		return v
 	}
-	v = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	v := metric.WithAttributeSet(attribute.NewSet(kvs...))
 	o.sets[k] = v
 	return v
 }

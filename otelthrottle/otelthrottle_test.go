@@ -250,6 +250,19 @@ func TestObserverModeAndCap(t *testing.T) {
 	want(t, ms, "throttle.store.fallback.active", "1", 0, otelthrottle.ModeKey.String("shared"))
 }
 
+// TestObserverStoreCalls: the Redis calls' durations, by call, failures
+// apart under error.type.
+func TestObserverStoreCalls(t *testing.T) {
+	o, r := newObserver(t)
+	o.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 300 * time.Microsecond})
+	o.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 200 * time.Microsecond})
+	o.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 50 * time.Millisecond, Err: errors.New("timeout")})
+	ms := collect(t, r)
+	reserve := otelthrottle.CallKey.String("reserve")
+	want(t, ms, "throttle.store.call.duration", "s", 0.0005, reserve)
+	want(t, ms, "throttle.store.call.duration", "s", 0.05, reserve, otelthrottle.ReasonKey.String("error"))
+}
+
 func TestNewNil(t *testing.T) {
 	if _, err := otelthrottle.New(nil); err == nil {
 		t.Fatal("New(nil) made an Observer")

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/histogram"
 )
 
 // Collector records a Transport's events and is a [prometheus.Collector]
@@ -53,17 +54,13 @@ type Collector struct {
 	retries       *prometheus.CounterVec
 	fallback      *prometheus.GaugeVec
 	modeChanges   *prometheus.CounterVec
+	storeCalls    *prometheus.HistogramVec
 }
 
 var (
 	_ throttle.Observer    = (*Collector)(nil)
 	_ prometheus.Collector = (*Collector)(nil)
 )
-
-// durationBuckets are the histograms' buckets, in seconds: from a
-// millisecond to two minutes (the longest wait a server may name, see
-// throttle.WithMaxRetryAfter).
-var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // New returns a Collector, not yet registered.
 func New() *Collector {
@@ -75,7 +72,7 @@ func New() *Collector {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: durationBuckets}, rule)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: histogram.Waits()}, rule)
 	}
 	return &Collector{
 		requests:      counter("throttle_rate_limiting_requests_total", "Requests that asked for their slot, by result.", "rule", "result", "reason"),
@@ -92,12 +89,14 @@ func New() *Collector {
 		retries:       counter("throttle_retries_total", "Retries of rate-limited requests.", rule...),
 		fallback:      gauge("throttle_store_fallback_active", "1 while the shared store is unreachable and the Transport runs in this outage mode, else 0.", "mode"),
 		modeChanges:   counter("throttle_store_mode_changes_total", "Changes of the Transport's mode, by the mode changed to.", "mode"),
+		storeCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "throttle_store_call_duration_seconds",
+			Help: "Time of the calls to Redis, by call and result (ok, error).", Buckets: histogram.StoreCalls()}, []string{"call", "result"}),
 	}
 }
 
 func (c *Collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.requests, c.timeInQueue, c.queued, c.leases, c.leaseDuration, c.leasesLost,
-		c.rateLimited, c.pauses, c.pauseDuration, c.remaining, c.capRate, c.retries, c.fallback, c.modeChanges}
+		c.rateLimited, c.pauses, c.pauseDuration, c.remaining, c.capRate, c.retries, c.fallback, c.modeChanges, c.storeCalls}
 }
 
 // Describe sends the descriptors of every metric (see
@@ -161,6 +160,12 @@ func (c *Collector) Observe(e throttle.Event) {
 			c.fallback.WithLabelValues(e.To.String()).Set(1)
 		}
 		c.modeChanges.WithLabelValues(e.To.String()).Inc()
+	case throttle.EventStoreCall:
+		result := "ok"
+		if e.Err != nil {
+			result = "error"
+		}
+		c.storeCalls.WithLabelValues(e.Call, result).Observe(e.Wait.Seconds())
 	}
 }
 

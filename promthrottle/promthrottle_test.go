@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -202,6 +203,45 @@ func TestToFloat64(t *testing.T) {
 		t.Errorf("cap rate %v, want 0.5", v)
 	}
 	c.Observe(throttle.Event{Kind: throttle.EventModeChange, From: throttle.ModeFallback, To: throttle.ModeShared})
+	c.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 300 * time.Microsecond})
+	c.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 50 * time.Millisecond, Err: errors.New("timeout")})
+	// Each result's one sample, in its bucket: ok at 300 µs, error at 50 ms.
+	wantCalls := map[string]struct{ sum, below, at float64 }{"ok": {0.0003, 0.00025, 0.0005}, "error": {0.05, 0.025, 0.05}}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "throttle_store_call_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var call, result string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "call":
+					call = l.GetValue()
+				case "result":
+					result = l.GetValue()
+				}
+			}
+			w, ok := wantCalls[result]
+			h := m.GetHistogram()
+			if !ok || call != "reserve" || h.GetSampleCount() != 1 || math.Abs(h.GetSampleSum()-w.sum) > 1e-9 {
+				t.Errorf("store calls {call=%q,result=%q}: count %d sum %v, want reserve, 1, %v", call, result, h.GetSampleCount(), h.GetSampleSum(), w.sum)
+				continue
+			}
+			for _, b := range h.GetBucket() {
+				if (b.GetUpperBound() == w.below && b.GetCumulativeCount() != 0) || (b.GetUpperBound() == w.at && b.GetCumulativeCount() != 1) {
+					t.Errorf("store calls %s: bucket le=%v holds %d", result, b.GetUpperBound(), b.GetCumulativeCount())
+				}
+			}
+			delete(wantCalls, result)
+		}
+	}
+	if len(wantCalls) != 0 {
+		t.Errorf("store calls missing: %v", wantCalls)
+	}
 	c2 := promthrottle.New()
 	c2.Observe(throttle.Event{Kind: throttle.EventRetry, Rule: "api"})
 	if v := testutil.ToFloat64(c2); v != 1 {

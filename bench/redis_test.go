@@ -1,4 +1,4 @@
-package throttle
+package bench
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/internal/store"
@@ -28,7 +29,7 @@ import (
 // round trips and script calls (internal/redisstore/batch.go); the others make one of each per
 // call. Run with:
 //
-//	go test -run '^$' -bench 'Redis' -benchmem -count 5 .
+//	go test -run '^$' -bench '^BenchmarkRedis' -benchmem -count 5 .   # in bench/
 func BenchmarkRedis(b *testing.B) {
 	ops, _ := redisBenchSetup(b)
 	for _, o := range ops {
@@ -92,15 +93,15 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 	// with ContextTimeoutEnabled in place.
 	resp := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
 	base := rtFunc(func(*http.Request) (*http.Response, error) { return resp, nil })
-	rule := Rule{Name: "bench", Limit: Limit{Rate: 1 << 20, Period: 2 * time.Second, Burst: 1 << 20}}
+	rule := throttle.Rule{Name: "bench", Limit: throttle.Limit{Rate: 1 << 20, Period: 2 * time.Second, Burst: 1 << 20}}
 	ctxOpt := srv.Options()
 	ctxOpt.PoolSize = 128
 	ctxOpt.ContextTimeoutEnabled = true
 	ctxRdb := srv.ClientWith(b, ctxOpt)
-	trDefault := mustNew(b, base, WithRedis(rdb), WithNamespace("bench-tr"), WithRules(rule), WithRedisTimeout(time.Second))
-	trCtx := mustNew(b, base, WithRedis(ctxRdb), WithNamespace("bench-tr-ctx"), WithRules(rule), WithRedisTimeout(time.Second))
+	trDefault := mustNew(b, base, throttle.WithRedis(rdb), throttle.WithNamespace("bench-tr"), throttle.WithRules(rule), throttle.WithRedisTimeout(time.Second))
+	trCtx := mustNew(b, base, throttle.WithRedis(ctxRdb), throttle.WithNamespace("bench-tr-ctx"), throttle.WithRules(rule), throttle.WithRedisTimeout(time.Second))
 	req := newReq(b, ctx, "GET", "http://api.example/v1")
-	roundTrip := func(tr *Transport) func() error {
+	roundTrip := func(tr *throttle.Transport) func() error {
 		return func() error {
 			_, err := tr.RoundTrip(req)
 			return err
@@ -160,7 +161,7 @@ func redisBenchSetup(b *testing.B) ([]redisBenchOp, func() time.Duration) {
 // harness's small share, the same for every variant). Allocations are
 // BenchmarkRedis's. Run with:
 //
-//	go test -run '^$' -bench 'RedisInterleaved' -benchtime 20000x .
+//	go test -run '^$' -bench 'RedisInterleaved' -benchtime 20000x .   # in bench/
 func BenchmarkRedisInterleaved(b *testing.B) {
 	ops, redisCPU := redisBenchSetup(b)
 	for _, par := range []struct{ workers, phase int }{{1, 100}, {64, 2000}} {

@@ -1,4 +1,4 @@
-package throttle
+package bench
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"go.uber.org/ratelimit"
 	"golang.org/x/time/rate"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/localstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -61,14 +62,12 @@ func serialAndParallel(b *testing.B, name string, f func() bool) {
 }
 
 // newBenchStore returns a local store on the system clock and the bucket
-// of one rule of benchRate per second, burst benchBurst.
-func newBenchStore(b *testing.B) (*localstore.Store, []store.Bucket) {
-	rules, err := compileRules([]Rule{{Name: "bench", Limit: Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst}}}, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bs := []store.Bucket{{Key: "bench", Rule: "bench", Interval: rules[0].interval, Burst: rules[0].burst, Cost: 1}}
-	return newLocalStore(systemClock{}), bs
+// of one rule of benchRate per second, burst benchBurst, as the root
+// compiles it with no headroom: an interval of one second / benchRate, a
+// burst of benchBurst.
+func newBenchStore() (*localstore.Store, []store.Bucket) {
+	bs := []store.Bucket{{Key: "bench", Rule: "bench", Interval: time.Second / benchRate, Burst: benchBurst, Cost: 1}}
+	return localstore.New(systemClock{}), bs
 }
 
 // benchReserve books one slot in the local store without waiting, as the
@@ -82,14 +81,14 @@ func benchReserve(s *localstore.Store, bs []store.Bucket) func() bool {
 }
 
 func BenchmarkLocalAllow(b *testing.B) {
-	s, bs := newBenchStore(b)
+	s, bs := newBenchStore()
 	serialAndParallel(b, "localStore.Reserve", benchReserve(s, bs))
 	rl := rate.NewLimiter(benchRate, benchBurst)
 	serialAndParallel(b, "rate.Limiter.Allow", rl.Allow)
 }
 
 func BenchmarkLocalReserve(b *testing.B) {
-	s, bs := newBenchStore(b)
+	s, bs := newBenchStore()
 	serialAndParallel(b, "localStore.Reserve", benchReserve(s, bs))
 	rl := rate.NewLimiter(benchRate, benchBurst)
 	serialAndParallel(b, "rate.Limiter.Reserve", func() bool {
@@ -121,10 +120,10 @@ func BenchmarkLocalTransport(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		key  func(*http.Request) string
-	}{{"RoundTrip", nil}, {"RoundTrip.keyed", KeyHeader("X-Api-Key")}} {
-		tr := mustNew(b, base, WithRules(Rule{
+	}{{"RoundTrip", nil}, {"RoundTrip.keyed", throttle.KeyHeader("X-Api-Key")}} {
+		tr := mustNew(b, base, throttle.WithRules(throttle.Rule{
 			Name:  "bench",
-			Limit: Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst},
+			Limit: throttle.Limit{Rate: benchRate, Period: time.Second, Burst: benchBurst},
 			Key:   tc.key,
 		}))
 		serialAndParallel(b, tc.name, func() bool {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package throttle
+package bench
 
 import "time"
 

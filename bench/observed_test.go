@@ -1,4 +1,4 @@
-package throttle_test
+package bench
 
 import (
 	"context"
@@ -16,13 +16,12 @@ import (
 )
 
 // BenchmarkRoundTripObserved measures what observing costs on the hot path
-// of BenchmarkLocalTransport (bench_local_test.go: one rule that never
+// of BenchmarkLocalTransport (local_test.go: one rule that never
 // makes a request wait, a base returning a prepared response): "none" has
 // no observer, "observer" a function doing nothing, "logger" a slog logger
 // at Info (the acquired line is Debug, so it is not written), "otel" the
 // otelthrottle Observer on the SDK's MeterProvider, "prom" the
-// promthrottle Collector. It lives in package throttle_test, beside the
-// others, because the exporters import package throttle.
+// promthrottle Collector.
 func BenchmarkRoundTripObserved(b *testing.B) {
 	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: http.NoBody}
 	base := rtFunc(func(*http.Request) (*http.Response, error) { return resp, nil })
