@@ -7,49 +7,45 @@ import (
 	"time"
 )
 
-// maxLimited bounds the 429s a test run may meet. Zero cannot be promised
-// on a loaded machine: a 429 needs requests squeezed by 53 ms on their way
-// from their slots to the server (5 % headroom, see defaultHeadroom), and
-// under -race, with other packages' tests on the same two cores, this
-// process (workers, embedded Redis and server alike) can stall that long.
-// Each stall costs at most a few 429s: the first cuts the buckets' rate by
-// 15 % for seconds (once per 250 ms at most), which widens the margin to
-// about 200 ms, so 429s do not cascade. Typical runs meet none.
+// maxLimited bounds the 429s the throttled phase of a test run may meet.
+// Zero cannot be promised on a loaded machine: a 429 needs requests
+// squeezed by 53 ms on their way from their slots to the server (5 %
+// headroom, see defaultHeadroom), and under -race, with other packages'
+// tests on the same two cores, this process (workers, embedded Redis and
+// server alike) can stall that long. The example's own exit status, which
+// .ci/run checks, does demand zero.
 const maxLimited = 5
 
-// TestRun runs the example's fleet for 2.5 s with its default settings
-// against the strict fake Stripe, and checks what must hold however slow
-// the machine is; utilisation, which depends on speed, is only checked
-// loosely.
+// TestRun runs both phases for 2 s each against the strict local Stripe
+// and checks what must hold however slow the machine is: the fleet without
+// the throttle overruns the quota, the throttled one all but never does;
+// utilisation, which depends on speed, is only checked loosely.
 func TestRun(t *testing.T) {
 	var out strings.Builder
 	res, err := run(context.Background(), config{
-		Replicas: 4, Workers: 8, Duration: 2500 * time.Millisecond, Rate: 100, Headroom: defaultHeadroom,
-	}, &out)
+		Replicas: 4, Workers: defaultWorkers, Duration: 2 * time.Second, Rate: 100, Headroom: defaultHeadroom, Out: &out,
+	})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	for i, r := range res.Replicas {
-		if r.OK == 0 || r.Failed != 0 {
-			t.Errorf("replica %d: %+v, want some 200s and no errors", i+1, r)
+	if res.Without.Limited == 0 {
+		t.Errorf("without the throttle the fleet met no 429: %v", res.Without)
+	}
+	if res.With.Limited > maxLimited {
+		t.Errorf("with the throttle the server answered %d requests 429, want ≤ %d", res.With.Limited, maxLimited)
+	}
+	if u := res.With.Utilisation(); u < 0.6 {
+		t.Errorf("with the throttle the fleet used %.1f %% of the quota, want ≥ 60 %%", 100*u)
+	}
+	for _, s := range []string{res.Without.String(), res.With.String(), "Store: an embedded miniredis"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the output lacks %q", s)
 		}
 	}
-	if res.MaxIn1s > res.Rate {
-		t.Errorf("the fake admitted %d requests in 1 s, over its limit of %d", res.MaxIn1s, res.Rate)
+	if strings.Contains(out.String(), "sk_test_example") {
+		t.Error("the output holds the API key")
 	}
-	// The global rule's burst is 1; every request beyond the quota in a
-	// window was answered 429, which maxLimited bounds.
-	if limit := res.Rate + 1 + maxLimited; res.Arrived > limit {
-		t.Errorf("%d requests reached the server in 1 s, want ≤ %d (quota + burst + %d)", res.Arrived, limit, maxLimited)
-	}
-	if res.Limited > maxLimited {
-		t.Errorf("the server answered %d requests 429, want ≤ %d", res.Limited, maxLimited)
-	}
-	if u := res.Utilisation(); u < 0.6 {
-		t.Errorf("the fleet used %.1f %% of the quota, want ≥ 60 %%", 100*u)
-	}
-	t.Logf("utilisation %.1f %%, busiest 1 s: %d arrived, %d admitted; %d 429s", 100*res.Utilisation(), res.Arrived, res.MaxIn1s, res.Limited)
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
@@ -63,9 +59,20 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"no rate", config{Replicas: 1, Workers: 1, Duration: time.Second, Rate: 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := run(context.Background(), tc.cfg, &strings.Builder{}); err == nil {
+			if _, err := run(context.Background(), tc.cfg); err == nil {
 				t.Error("run accepted the configuration")
 			}
 		})
+	}
+}
+
+// TestRealRefusesLiveKey checks that -real calls nothing with a key that is
+// not a test-mode key, and that its error does not hold the key.
+func TestRealRefusesLiveKey(t *testing.T) {
+	for _, key := range []string{"", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "rk_live_x", "pk_test_x"} {
+		err := runReal(context.Background(), config{Workers: 1, Duration: time.Second, Out: &strings.Builder{}}, key)
+		if err != errNotTestKey {
+			t.Errorf("key %q: err %v, want errNotTestKey", key, err)
+		}
 	}
 }

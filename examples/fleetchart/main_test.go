@@ -14,15 +14,28 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestRun draws a short chart and checks that the throttled run kept to
-// the quota while the other did not.
+// TestRun draws a short chart and checks that the throttled fleet kept to
+// the quota while the workers without it did not, through its Redis's
+// outage too, in which the replicas' local buckets still served about
+// their share each; and that the chart shades the outage.
 func TestRun(t *testing.T) {
-	cfg := config{quota: 50, workers: 8, duration: 1500 * time.Millisecond, latency: 10 * time.Millisecond}
+	// The outage comes after the replicas' second heartbeat (one a
+	// second), which settles their count: before it, a replica's
+	// fallback runs at a tenth of the rule (throttle.WithFleetShare).
+	cfg := config{quota: 50, workers: 12, replicas: 4, duration: 3500 * time.Millisecond, latency: 10 * time.Millisecond,
+		outageFrom: 1500 * time.Millisecond, outageFor: time.Second}
 	without, err := measure(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := measure(cfg, throttled(cfg))
+	fl, err := newFleet(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := measure(cfg, fl)
+	if cerr := fl.close(); cerr != nil {
+		t.Fatal(cerr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +46,10 @@ func TestRun(t *testing.T) {
 			t.Errorf("throttled: %.0f/s at bin %d, want at most the quota %d/s and its burst", v, i+10, cfg.quota)
 		}
 	}
+	// The second ending with the outage: the replicas' local buckets.
+	if v := with[24]; v < 0.5*float64(cfg.quota) {
+		t.Errorf("throttled, in the outage: %.0f/s, want at least half the quota %d/s", v, cfg.quota)
+	}
 	out := filepath.Join(t.TempDir(), "c.svg")
 	if err := run(cfg, out); err != nil {
 		t.Fatal(err)
@@ -41,8 +58,8 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(svg), "<svg") || strings.Count(string(svg), "<polyline") != 2 {
-		t.Fatalf("not a chart of two lines:\n%s", svg)
+	if !strings.HasPrefix(string(svg), "<svg") || strings.Count(string(svg), "<polyline") != 2 || !strings.Contains(string(svg), `class="outage"`) {
+		t.Fatalf("not a chart of two lines and an outage:\n%s", svg)
 	}
 	peak := 0.0
 	for _, v := range without[len(without)/2:] {

@@ -1,4 +1,4 @@
-package fakeapi
+package exrun
 
 import (
 	"net/http"
@@ -34,4 +34,11 @@ func (c *Counting) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.Failed.Add(1)
 	}
 	return resp, err
+}
+
+// Counts returns the requests sent, those answered 429 and those answered
+// 2xx (Server): what a fleet calling a real API can know of what the API
+// saw.
+func (c *Counting) Counts() (arrived, limited, admitted int) {
+	return int(c.Sent.Load()), int(c.Limited.Load()), int(c.OK.Load())
 }
