@@ -50,7 +50,12 @@ type decisionStep struct {
 	pause   time.Duration // pause
 	cap     store.Cap     // limit, on the step's first bucket
 	sent    []int64       // reserve: per bucket, the units reported sent (bucket.sent)
+	// want, when set, is the wait the reserve must get (both stores).
+	want *time.Duration
 }
+
+// wait returns a pointer to d, for decisionStep.want.
+func wait(d time.Duration) *time.Duration { return &d }
 
 // redisStoreAt returns a Redis store on rdb in namespace ns whose scripts
 // take now from clk instead of Redis's TIME.
@@ -183,6 +188,28 @@ var decisionCases = []struct {
 		},
 	},
 	{
+		// A cut stretches what the bucket booked ahead (here 50 ms at
+		// 10 ms a slot) to the cap's interval, from now or from the end of
+		// a pause; a raise compresses nothing.
+		name:    "a cut stretches the booked queue, a raise does not",
+		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}},
+		steps: []decisionStep{
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(40 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second}}, // 20 ms a slot
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(100 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 100, Span: time.Second}}, // the rule's again
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(120 * time.Millisecond)},
+			{op: "pause", buckets: []int{0}, pause: 200 * time.Millisecond},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(200 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 25, Span: time.Second}}, // 40 ms a slot, after the pause
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(240 * time.Millisecond)},
+		},
+	},
+	{
 		name:    "capped, counted, climbing, then over",
 		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}, {Key: "b", Rule: "b", Interval: time.Millisecond, Burst: 5}},
 		steps: []decisionStep{
@@ -262,6 +289,9 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucke
 			if l.OK != r.OK || l.Limiter != r.Limiter || (l.Wait-r.Wait).Abs() > time.Microsecond {
 				t.Errorf("step %d: redis ok=%v wait=%v limiter=%d, local ok=%v wait=%v limiter=%d",
 					i, r.OK, r.Wait, r.Limiter, l.OK, l.Wait, l.Limiter)
+			}
+			if st.want != nil && (l.Wait-*st.want).Abs() > time.Microsecond {
+				t.Errorf("step %d: wait %v, want %v", i, l.Wait, *st.want)
 			}
 			for j := range bs {
 				if l.Count(j) != r.Count(j) {

@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ type Store struct {
 	tats   map[string]int64 // bucket key → TAT, Unix nanoseconds
 	caps   map[string]rateCap
 	counts map[string]int64 // 1 + the units reported sent under a cap in force (see store.Store.Limit)
+	// holds is the end of the last pause of a leaky or token bucket, until
+	// it has passed: what Limit does not stretch (see limit.lua).
+	holds map[string]int64
 	// wins holds the state of the window buckets (window.go), by key; a
 	// token bucket keeps its full instant in tats (see
 	// internal/algorithm's token.go).
@@ -41,19 +45,46 @@ func New(c Clock) *Store {
 		tats:   make(map[string]int64),
 		caps:   make(map[string]rateCap),
 		counts: make(map[string]int64),
+		holds:  make(map[string]int64),
 		wins:   make(map[string]*windowState),
 		sweep:  store.NewSweeper(c.Now().UnixNano()),
 	}
 }
 
-func (s *Store) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+func (s *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
+	r, err := s.reserve(ctx, bs, maxWait, false)
+	return r.Reservation, err
+}
+
+// quoted is a reservation with, when asked for, each bucket's room after
+// it (ReserveQuota).
+type quoted struct {
+	store.Reservation
+	quotas []store.Quota
+}
+
+// reserve is Reserve, and with quota set ReserveQuota.
+func (s *Store) reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration, quota bool) (quoted, error) {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.maybeSweep(now)
+	r := s.reserveLocked(bs, now, maxWait)
+	q := quoted{Reservation: r}
+	if quota {
+		q.quotas = make([]store.Quota, len(bs))
+		for i := range bs {
+			q.quotas[i] = s.quotaLocked(bs[i], now)
+		}
+	}
+	return q, nil
+}
+
+// reserveLocked books bs at now, as Reserve says. s.mu must be held.
+func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duration) store.Reservation {
 	for i := range bs {
 		if bs[i].Algorithm.Windowed() {
-			return s.reserveWindowsLocked(bs, now, maxWait), nil
+			return s.reserveWindowsLocked(bs, now, maxWait)
 		}
 	}
 
@@ -72,7 +103,7 @@ func (s *Store) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Durat
 	}
 	r := store.Reservation{Wait: time.Duration(depart - now), Limiter: limiter, Buckets: bs}
 	if r.Wait > maxWait {
-		return r, nil
+		return r
 	}
 	r.OK = true
 	u := newLocalBooking(s, bs)
@@ -96,7 +127,7 @@ func (s *Store) Reserve(_ context.Context, bs []store.Bucket, maxWait time.Durat
 			r.Counts[i] = s.counts[b.Key]
 		}
 	}
-	return r, nil
+	return r
 }
 
 // cappedLocked reports whether a cap is in force for key at now, dropping
@@ -118,7 +149,22 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 	if !s.cappedLocked(b.Key, now) {
 		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
+	was := s.intervalLocked(b, now)
 	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1)))}
+	if b.Algorithm.Windowed() {
+		return nil
+	}
+	// A cut stretches what the bucket booked ahead of now (or of its
+	// pause's end), never a raise: see limit.lua. The stretched lead is
+	// rounded up to a whole microsecond, as limit.lua's is, so that the
+	// two stores decide alike (internal/algorithm's conformance traces).
+	from := max(now, s.holds[b.Key])
+	if tat := s.tats[b.Key]; tat > from {
+		if will := s.intervalLocked(b, now); will > was {
+			lead := math.Ceil(float64(tat-from)*float64(will)/float64(was)/1e3) * 1e3
+			s.tats[b.Key] = from + int64(lead)
+		}
+	}
 	return nil
 }
 
@@ -153,6 +199,7 @@ func newLocalBooking(s *Store, bs []store.Bucket) *localBooking {
 
 func (u *localBooking) Cancel(context.Context) error {
 	s := u.s
+	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if u.done {
@@ -161,7 +208,7 @@ func (u *localBooking) Cancel(context.Context) error {
 	u.done = true
 	for i, b := range u.buckets {
 		if b.Algorithm.Windowed() {
-			s.refundWindowLocked(b, u.prev[i], u.booked[i])
+			s.refundWindowLocked(b, now, u.prev[i], u.booked[i])
 			continue
 		}
 		if tat, ok := s.tats[b.Key]; ok && u.booked[i] != 0 && tat == u.booked[i] {
@@ -182,8 +229,10 @@ func (s *Store) Pause(_ context.Context, bs []store.Bucket, d time.Duration) err
 			s.pauseWindowLocked(b, now, until)
 		case b.Algorithm == store.TokenBucket:
 			s.tats[b.Key] = algorithm.TokenPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
+			s.holds[b.Key] = max(s.holds[b.Key], until)
 		default:
 			s.tats[b.Key] = gcraPause(s.tats[b.Key], until, s.intervalLocked(b, now), b.Burst)
+			s.holds[b.Key] = max(s.holds[b.Key], until)
 		}
 	}
 	return nil
@@ -223,6 +272,13 @@ func (s *Store) maybeSweep(now int64) {
 		}
 	}
 	s.caps, s.counts = caps, counts
+	holds := make(map[string]int64)
+	for k, h := range s.holds {
+		if h > now {
+			holds[k] = h
+		}
+	}
+	s.holds = holds
 	wins := make(map[string]*windowState)
 	for k, w := range s.wins {
 		if w.live(floorMicros(now)) {

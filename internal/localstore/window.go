@@ -210,16 +210,16 @@ func (s *Store) reserveWindowsLocked(bs []store.Bucket, now int64, maxWait time.
 	return r
 }
 
-// refundWindowLocked gives a window bucket's booking back: the cost in the
-// window starting at at (µs), or the entries at at for a sliding log.
-// s.mu must be held.
-func (s *Store) refundWindowLocked(b store.Bucket, at, cost int64) {
+// refundWindowLocked gives a window bucket's booking back at now (ns): the
+// cost in the window starting at at (µs), or the entries at at for a
+// sliding log, as far as algorithm.LogRefund can. s.mu must be held.
+func (s *Store) refundWindowLocked(b store.Bucket, now, at, cost int64) {
 	ws, ok := s.wins[b.Key]
 	if !ok || cost == 0 {
 		return
 	}
 	if b.Algorithm == store.SlidingLog {
-		algorithm.LogRefund(&ws.log, at, cost)
+		algorithm.LogRefund(windowOf(&b), &ws.log, floorMicros(now), at, cost)
 		return
 	}
 	ws.counts.Add(ws.w, at, -cost)

@@ -5,30 +5,50 @@
 -- nothing: the bucket is only counted (its n, see bucket.lua), so that the
 -- replicas can tell what the fleet itself sent in the server's window. The
 -- count carries on from the cap in force, or starts at 1 (so that a
--- counted bucket never reports 0, which stands for not counted). The TAT and a
--- pause's hold are kept: slots already booked keep their times. A window
--- bucket keeps its cap and count in its envelope (window.lua), where the
--- cap is a GCRA constraint of its own.
+-- counted bucket never reports 0, which stands for not counted). A pause's
+-- hold is kept, and slots already booked keep their times; but a cap that
+-- slows the bucket also stretches what it has booked ahead (the TAT past
+-- the later of now and the hold) by the new interval over the old, so that
+-- the next slot comes where it would have had those slots been booked
+-- under the cap: a cut met with a queue booked at the rule's rate (a
+-- fleet's first window beside another consumer) would otherwise take
+-- effect only after the queue, which fills the server's window meanwhile.
+-- A cap that speeds the bucket up does not compress: the other replicas'
+-- waiters keep their later slots, and new bookings slipped in before them
+-- would be a burst (localstore's Store.Limit is the same). A window bucket
+-- keeps its cap and count in its envelope (window.lua), where the cap is a
+-- GCRA constraint of its own, and is not stretched.
 --
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[5i-3] … ARGV[5i+1]   bucket i's rate0 (units per second, ≥ 0),
+-- ARGV[6i-4] … ARGV[6i+1]   bucket i's rate0 (units per second, ≥ 0),
 --           slope (units per second per second, ≥ 0), span (µs, ≥ 1),
---           algorithm code and window in µs (0 for a leaky or token
---           bucket).
+--           algorithm code, window in µs (0 for a leaky or token bucket)
+--           and rule interval in µs (≥ 1).
 --
 -- Reply: the number of buckets written.
 
 local now = now_us(ARGV[1])
 local W = windowLib()
 for i = 1, #KEYS do
-  local j = 5 * i - 3
+  local j = 6 * i - 4
   local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2])}
   if (tonumber(ARGV[j + 3]) or 0) < 2 then
-    local tat, _, _, hold, n = load(KEYS[i], now)
+    local tat, old, _, hold, n = load(KEYS[i], now)
     if n < 1 then
       n = 1
+    end
+    local iv = tonumber(ARGV[j + 5])
+    local from = now
+    if hold and hold > from then
+      from = hold
+    end
+    if tat > from then
+      local was, will = interval(iv, old, now), interval(iv, a, now)
+      if will > was then
+        tat = from + math.ceil((tat - from) * will / was)
+      end
     end
     save(KEYS[i], tat, a, now, hold, n)
   else

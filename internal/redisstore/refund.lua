@@ -3,10 +3,12 @@
 -- still equals the one the reservation booked. A bucket in which a later
 -- request has booked since is left alone: that request keeps its place in
 -- the queue, and the refunded slot stays spent (the fleet runs under the
--- limit, never over). A window bucket always gets the cost back (its
--- window's count, or its entries at the departure for a sliding log) as
--- long as the window is still kept: taking a request out only lowers what
--- the requests behind it were admitted under. A cap's own constraint (the
+-- limit, never over). A fixed window or sliding counter always gets the
+-- cost back (its window's count) as long as the window is still kept:
+-- taking a request out only lowers what the requests behind it were
+-- admitted under. A sliding log gets its entries at the departure back as
+-- far as window.lua's logRefund can: a log holding its quota moves them to
+-- its oldest entry instead (entries it trimmed may still count). A cap's own constraint (the
 -- envelope's TAT, see window.lua) is not given back. A bucket's cap and
 -- count are kept: the count is of what the fleet sent, and a refunded slot
 -- was never sent.
@@ -14,11 +16,12 @@
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[4i-2] … ARGV[4i+1]   bucket i's prev and booked as reserve.lua
+-- ARGV[5i-3] … ARGV[5i+1]   bucket i's prev and booked as reserve.lua
 --           replied them (the TATs in µs before and after the booking; for
 --           a window bucket the window's start, or the departure for a
---           sliding log, and the cost), its algorithm's code and its window
---           in µs (0 for a leaky or token bucket).
+--           sliding log, and the cost), its algorithm's code, its window
+--           in µs (0 for a leaky or token bucket) and its quota (a window
+--           bucket's Burst; read by the sliding log only).
 --
 -- Reply: the number of buckets restored.
 
@@ -26,7 +29,7 @@ local now = now_us(ARGV[1])
 local W = windowLib()
 local restored = 0
 for i = 1, #KEYS do
-  local j = 4 * i - 2
+  local j = 5 * i - 3
   local alg = ARGV[j + 2] + 0
   if alg < 2 then
     local cur, a, _, hold, n = load(KEYS[i], now)
@@ -36,7 +39,7 @@ for i = 1, #KEYS do
       restored = restored + 1
     end
   elseif alg == 3 then
-    if W.logRefund(KEYS[i], ARGV[j] + 0, ARGV[j + 1] + 0) then
+    if W.logRefund(KEYS[i], ARGV[j + 3] + 0, ARGV[j + 4] + 0, now, ARGV[j] + 0, ARGV[j + 1] + 0) then
       restored = restored + 1
     end
   else

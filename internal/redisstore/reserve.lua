@@ -231,7 +231,7 @@ local function reserve(k, nk, a, na, now)
       local key = KEYS[k + i]
       local prev = depart
       if alg == 3 then
-        W.logBook(key, p, depart, cost, now)
+        W.logBook(key, p, ARGV[j + 1] + 0, depart, cost, now)
       else
         local c = tats[i]
         local anchor = 0

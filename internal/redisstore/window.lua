@@ -13,7 +13,8 @@
 -- Period apart. A sliding log's key is a sorted set with one member per
 -- unit of cost, "t:i" scored t (its departure, µs; i numbers the members
 -- at t from 1). Its entries at or before now - Period are trimmed on every
--- booking.
+-- booking, and it keeps only its newest quota members (logBook), so it
+-- never holds more than the quota, however far ahead waiters book.
 --
 -- The envelope of a window bucket lives beside it, at envKey: the key with
 -- "throttle:" replaced by "throttle:e:" (no bucket key starts so; the hash
@@ -307,10 +308,30 @@ local function windowLib()
     return t
   end
 
-  -- logBook adds cost members at t (≥ every entry) and expires the log a
-  -- second after its last entry leaves the window.
-  local function logBook(key, p, t, cost, now)
-    local ts = string.format('%d', t)
+  -- logTrimRank keeps the newest q members of the sorted set key
+  -- (algorithm.LogBook says why the older ones decide nothing). Members at
+  -- one score are cut highest-numbered first, so the members at t stay
+  -- numbered 1..m, as logBook and logRefund number them.
+  local function logTrimRank(key, q)
+    local x = redis.call('ZCARD', key) - q
+    if x <= 0 then
+      return
+    end
+    local s = redis.call('ZRANGE', key, x - 1, x - 1, 'WITHSCORES')[2]
+    local ss = string.format('%d', tonumber(s))
+    local below = redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. ss)
+    local m = redis.call('ZCOUNT', key, ss, ss)
+    local gone = {}
+    for i = m - (x - below) + 1, m do
+      gone[#gone + 1] = ss .. ':' .. string.format('%d', i)
+    end
+    if #gone > 0 then
+      redis.call('ZREM', key, unpack(gone))
+    end
+  end
+
+  -- logAdd adds cost members at t (string), numbered after those there.
+  local function logAdd(key, ts, cost)
     local k = redis.call('ZCOUNT', key, ts, ts)
     local i = 0
     while i < cost do
@@ -322,22 +343,44 @@ local function windowLib()
       redis.call('ZADD', key, unpack(args))
       i = i + math.min(cost - i, 500)
     end
+  end
+
+  -- logBook adds cost members at t (≥ every entry), keeps the newest q
+  -- and expires the log a second after its last entry leaves the window
+  -- (algorithm.LogBook).
+  local function logBook(key, p, q, t, cost, now)
+    logAdd(key, string.format('%d', t), cost)
+    logTrimRank(key, q)
     redis.call('PEXPIRE', key, string.format('%d', math.ceil((t + p - now) / 1000) + 1000))
   end
 
-  -- logRefund removes up to cost members at t: the highest-numbered, so the
-  -- members at t stay numbered 1..m.
-  local function logRefund(key, t, cost)
+  -- logRefund gives back up to cost members at t, the highest-numbered, so
+  -- the members at t stay numbered 1..m; a log of q members moves them to
+  -- its oldest member's score instead of removing them, and keeps them
+  -- where they are when that is t (algorithm.LogRefund says why). It
+  -- returns whether it gave any back.
+  local function logRefund(key, p, q, now, t, cost)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - p))
+    logTrimRank(key, q)
+    local full = redis.call('ZCARD', key) == q
     local ts = string.format('%d', t)
     local m = redis.call('ZCOUNT', key, ts, ts)
     local gone = {}
     for i = math.max(m - cost + 1, 1), m do
       gone[#gone + 1] = ts .. ':' .. string.format('%d', i)
     end
-    if #gone > 0 then
-      redis.call('ZREM', key, unpack(gone))
+    if #gone == 0 then
+      return false
     end
-    return #gone > 0
+    local oldest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+    if full and oldest == t then
+      return false -- moved to the oldest, they would stay where they are
+    end
+    redis.call('ZREM', key, unpack(gone))
+    if full then
+      logAdd(key, string.format('%d', oldest), #gone)
+    end
+    return true
   end
 
   return {
