@@ -65,14 +65,17 @@ func newLeaseStore(cfg *config, rs *redisstore.Store) (lease.Store, func() error
 	return lease.NewFallback(r, live, fopts...), r.Close
 }
 
-// Close stops the Transport's background work, if it has any: with a rule
-// that has a Concurrency and [WithRedis], the lease store's renewals and
-// its pub/sub connection (the leases still held then expire after their
-// TTL, see [WithLeaseTTL]). It does not close the Redis client, nor the
+// Close stops the Transport's background work, if it has any: with
+// [WithRedis], the subscription to the pauses of the fleet (a pub/sub
+// connection the first request opens, see [WithRedis]); with a rule that
+// has a Concurrency too, the lease store's renewals and its pub/sub
+// connection (the leases still held then expire after their TTL, see
+// [WithLeaseTTL]). It does not close the Redis client, nor the
 // base transport's connections (see [Transport.CloseIdleConnections]).
 // Requests made after Close that need a lease fail. Close is safe for
 // concurrent use and idempotent; it returns nil on the zero Transport.
 func (t *Transport) Close() error {
+	t.pauses.close()
 	if t.closeLeases == nil {
 		return nil
 	}
@@ -96,7 +99,7 @@ func WithLeaseTTL(d time.Duration) Option {
 func (t *Transport) caps(r *http.Request) []lease.Cap {
 	var cs []lease.Cap
 	for _, c := range t.rules {
-		if c.Concurrency == 0 || !c.Match.matches(r) {
+		if c.Concurrency == 0 || !c.Match.Matches(r) {
 			continue
 		}
 		cs = append(cs, lease.Cap{Key: c.bucketKey(r), Rule: c.Name, Limit: c.Concurrency})

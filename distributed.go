@@ -9,8 +9,10 @@ package throttle
 // internal/store.Store.
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,6 +42,14 @@ const defaultNamespace = "default"
 // default local buckets at this replica's share of each rule) and returns
 // to the shared buckets once Redis answers again (docs/OUTAGES.md).
 // [Transport.Mode] and [WithOnModeChange] tell which mode it is in.
+//
+// A pause the server asks of one replica (a Retry-After, a 429) reaches the
+// others twice: in the buckets, which every replica books, and at once on
+// the namespace's pub/sub channel, so that a replica whose waiters sleep on
+// slots booked before the pause holds them too instead of sending them into
+// the server's rejection. The first request opens that subscription (one
+// connection of rdb's, unless [WithoutFeedback]); [Transport.Close] closes
+// it.
 //
 // Without WithRedis the Transport keeps its buckets in this process.
 func WithRedis(rdb redis.UniversalClient) Option {
@@ -194,13 +204,13 @@ func newRedisOutageStore(cfg *config) (*outage.Store, *redisstore.Store, error) 
 	if err := checkRedisRules(cfg.rules, cfg.headroom); err != nil {
 		return nil, nil, err
 	}
-	os, rs := redisOutageStore(cfg.redis, cfg.clock)
+	os, rs := redisOutageStore(cfg.redis, cfg.clock, cfg.onStoreCall)
 	return os, rs, nil
 }
 
 // redisOutageStore builds the outage store over a new Redis store set by
 // st, and returns both.
-func redisOutageStore(st redisSettings, c Clock) (*outage.Store, *redisstore.Store) {
+func redisOutageStore(st redisSettings, c Clock, onCall func(ctx context.Context, call, rule string, d time.Duration, err error)) (*outage.Store, *redisstore.Store) {
 	os := st.outage.withDefaults()
 	timeout := store.NewTimeout(os.timeout)
 	// A client that applies context deadlines to its sockets keeps the
@@ -219,6 +229,7 @@ func redisOutageStore(st redisSettings, c Clock) (*outage.Store, *redisstore.Sto
 		Fleet:       rs.FleetSize,
 		Guard:       guard,
 		ReserveKept: !rs.Split(),
+		OnCall:      onCall,
 	}), rs
 }
 
@@ -279,4 +290,30 @@ func checkRedisRules(rules []Rule, headroom float64) error {
 		}
 	}
 	return nil
+}
+
+// pauseWatch is a Transport's subscription to the pauses of its namespace
+// (redisstore.Store.WatchPauses): started by the Transport's first request,
+// so that a Transport never used holds no connection, and stopped by
+// Transport.Close. It is safe for concurrent use; the zero pauseWatch (a
+// Transport without Redis, or without feedback) does nothing.
+type pauseWatch struct {
+	watch func() (stop func()) // nil: nothing to watch
+	once  sync.Once            // starts it, or keeps a closed one from starting
+	stop  func()               // set by once; WatchPauses's stop is idempotent
+}
+
+// ensure starts the subscription unless it is running or closed.
+func (w *pauseWatch) ensure() {
+	if w.watch != nil {
+		w.once.Do(func() { w.stop = w.watch() })
+	}
+}
+
+// close stops the subscription and keeps it from starting again.
+func (w *pauseWatch) close() {
+	w.once.Do(func() {})
+	if w.stop != nil {
+		w.stop()
+	}
 }

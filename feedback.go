@@ -70,3 +70,20 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.B
 	}
 	return sig, now
 }
+
+// heardPause holds this process's waiters in keys for d: a pause another
+// replica (or this one) was told of and published (see
+// redisstore.Store.WatchPauses). Without it, a replica whose waiters all
+// sleep on slots booked before the pause learns of it only when one of them
+// books again, after sending its request into the server's rejection; and
+// the rejection's whole-second wait, rounded up from later in the pause,
+// then held the fleet past its end. d is capped as a wait read from a
+// response is.
+func (t *Transport) heardPause(keys []string, d time.Duration) {
+	d = min(d, t.maxRetryAfterCap())
+	now := t.clock.Now()
+	until := now.Add(d)
+	if held := t.queue.holdWaiting(keys, until); len(held) > 0 {
+		t.views.Paused(held, until.UnixNano(), now.UnixNano())
+	}
+}

@@ -46,7 +46,9 @@ type Transport struct {
 	queue *waitQueue
 	// views is this process's reading of the server's quotas.
 	views *feedback.Views
-	clock Clock
+	// pauses hears the pauses the other replicas publish (with Redis).
+	pauses pauseWatch
+	clock  Clock
 	// obs receives the Transport's events; nil without one (observer.go).
 	obs Observer
 
@@ -119,6 +121,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		}
 	}
 	cfg.redis.outage.onChange = observeModes(t.obs, cfg.redis.outage.onChange)
+	cfg.onStoreCall = t.storeCalls()
 	var rs *redisstore.Store
 	if cfg.redis.rdb != nil {
 		var os *outage.Store
@@ -126,6 +129,9 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			return t
 		}
 		t.store = os
+		if !cfg.noFeedback {
+			t.pauses.watch = func() func() { return rs.WatchPauses(t.heardPause) }
+		}
 	} else {
 		t.store = newLocalStore(cfg.clock)
 	}
@@ -169,6 +175,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The zero Transport: every Transport New makes has a store.
 		return http.DefaultTransport.RoundTrip(req)
 	}
+	t.pauses.ensure()
 	var bs []store.Bucket
 	if _, inProcess := t.store.(*localstore.Store); inProcess {
 		p := bucketSlices.Get().(*[]store.Bucket)
@@ -292,7 +299,7 @@ var bucketSlices = sync.Pool{New: func() any { return new([]store.Bucket) }}
 // buckets appends to bs the buckets request r needs: one per matching rule.
 func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket, error) {
 	for i, c := range t.rules {
-		if !c.rated() || !c.Match.matches(r) {
+		if !c.rated() || !c.Match.Matches(r) {
 			continue
 		}
 		if cap(bs) == 0 {

@@ -109,6 +109,9 @@ type Store struct {
 
 	// batch sends reserve.lua calls, those of concurrent requests together.
 	batch *scriptBatcher
+	// quotas sends the quota.lua reads of concurrent requests together
+	// (quota_batch.go).
+	quotas quotaBatch
 
 	keysMu sync.RWMutex
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
@@ -276,7 +279,7 @@ func (u *redisBooking) refund(ctx context.Context) error {
 // refundGroup runs refund.lua for the buckets at indices idx.
 func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
 	keys := make([]string, 0, len(idx))
-	args := make([]any, 1, 1+4*len(idx))
+	args := make([]any, 1, 1+5*len(idx))
 	args[0] = u.s.nowArg()
 	for _, i := range idx {
 		if u.booked[i] == 0 {
@@ -284,7 +287,7 @@ func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
 		}
 		b := &u.buckets[i]
 		keys = append(keys, u.s.key(b))
-		args = append(args, u.prev[i], u.booked[i], int64(b.Algorithm), windowMicros(b))
+		args = append(args, u.prev[i], u.booked[i], int64(b.Algorithm), windowMicros(b), b.Burst)
 	}
 	if len(keys) == 0 {
 		return nil
@@ -710,6 +713,7 @@ func nextInt(s string) (n int64, rest string, ok bool) {
 }
 
 func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
+	start := time.Now()
 	var errs []error
 	for _, idx := range s.callGroups(bs) {
 		keys := make([]string, 0, len(idx))
@@ -723,12 +727,17 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if left := d - time.Since(start); err == nil && left > 0 {
+		// What is left of it: the receivers count from the message.
+		s.publishPause(ctx, bs, left)
+	}
+	return err
 }
 
 func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	span := max(spanMicros(c.Span, true), 1)
-	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b))
+	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1))
 	return err
 }
 
