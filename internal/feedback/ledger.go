@@ -2,10 +2,16 @@ package feedback
 
 import "math"
 
+// ledger is a ring of (time, count) samples of one bucket, spaced so that
 // ledgerSize of them span two of the rule's periods.
 type ledger struct {
 	t, n      [ledgerSize]int64
 	head, len int
+	// restarted is set once the store has counted afresh after a count
+	// that lapsed (its cap's span ran out while nothing renewed it, as in a
+	// pause): the requests sent between the two counts are then in the
+	// server's window but in no count (see decide).
+	restarted bool
 }
 
 // add records that the bucket's count was n at t, unless the last sample
@@ -17,6 +23,7 @@ func (l *ledger) add(t, n, spacing int64) {
 		switch {
 		case n < l.n[last]:
 			l.len = 0
+			l.restarted = true
 		case t < l.t[last]+spacing:
 			return
 		}

@@ -262,3 +262,42 @@ func TestLedger(t *testing.T) {
 		t.Errorf("a sample within the spacing was kept")
 	}
 }
+
+// TestSlidingBucketReadsOnlyRejections: a sliding log's or sliding
+// counter's bucket keeps the server's window itself, so a success
+// reporting room, even too little, caps nothing and pauses nothing (see
+// slidingWindow); a rejection caps it as any bucket.
+func TestSlidingBucketReadsOnlyRejections(t *testing.T) {
+	sec := int64(time.Second)
+	for _, alg := range []store.Algorithm{store.SlidingLog, store.SlidingCounter} {
+		b := quotaBucket()
+		b.Algorithm, b.Burst = alg, 100
+		if alg == store.SlidingLog {
+			b.Period = time.Second + 20*time.Millisecond
+		}
+		now := 30 * sec
+		vw := &quotaView{sliding: true}
+		fill(vw, &b, 1000, now-20*sec, now, 60)
+		if spec, _, ok := vw.decide(&b, now, true, header.Signal{Quotas: []header.Quota{xrl(100, 0, time.Second)}}, now); ok {
+			t.Errorf("%v: a success reporting nothing left gave %+v, want nothing", alg, spec)
+		}
+		spec, force, ok := vw.decide(&b, now, true, header.Signal{Limited: true, Quotas: []header.Quota{xrl(100, 0, time.Second)}}, now)
+		if !ok || !force || spec.Rate <= 0 || spec.Rate >= 1e9/float64(b.Interval) {
+			t.Errorf("%v: a rejection gave %+v (force %v, ok %v), want a cap below the rule", alg, spec, force, ok)
+		}
+	}
+}
+
+// TestRulePeriodOfASlidingLog: the server's window, when it names none,
+// is the rule's Period as written, not the sliding log's longer window.
+func TestRulePeriodOfASlidingLog(t *testing.T) {
+	b := quotaBucket()
+	b.Algorithm, b.Burst, b.Period = store.SlidingLog, 100, time.Second+20*time.Millisecond
+	if got := rulePeriod(&b); got < time.Second-time.Microsecond || got > time.Second+time.Microsecond {
+		t.Errorf("rulePeriod = %v, want 1s", got)
+	}
+	b.Algorithm = store.FixedWindow
+	if got := rulePeriod(&b); got != b.Period {
+		t.Errorf("a fixed window's rulePeriod = %v, want its Period %v", got, b.Period)
+	}
+}

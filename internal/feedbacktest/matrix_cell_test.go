@@ -421,5 +421,8 @@ func logRun(t *testing.T, r *fleetRun, f figures) {
 		if len(s.Samples) > 0 {
 			t.Logf("    error samples: %q", s.Samples)
 		}
+		for _, c := range s.ModeChanges {
+			t.Logf("    mode %s → %s at +%v %s", c.From, c.To, (c.At.Sub(r.epoch) - r.start).Round(time.Millisecond), c.Err)
+		}
 	}
 }

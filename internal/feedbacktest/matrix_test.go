@@ -283,7 +283,16 @@ const maxRuns = 3
 // baselineShort) within that grant. The gates themselves grant nothing:
 // a cell still failing after its last run fails, marked in the table when
 // its stalls could explain it. A failure no stall explains (the fleet
-// far below the quota, arrivals in a pause) is never run again.
+// far below the quota, arrivals in a pause) in a cell not listed as a
+// known failure is run once more, and fails unless that run passes: the
+// cells run fleets of real processes on a shared machine, where a rare
+// failure in a cell that passes as a rule would otherwise fail the suite as surely as a
+// systematic one (8x16_fixed-60s_xrl-unix-ceil_steady_b120 failed on
+// vs off once in five CI runs of the matrix, every worker refused about
+// sixteen requests beyond their deadline in two dips a couple of seconds
+// apart, and passed in ten runs alone under -race; its cause is not
+// found). The table keeps what the first run failed, and the workers'
+// mode changes are logged to tell an outage trip apart.
 func (m *matrix) runCell(t *testing.T, c cell) {
 	r := row{cell: c, state: aborted}
 	defer func() { m.rows = append(m.rows, r) }()
@@ -311,13 +320,23 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		r.on, r.off, r.state = on, off, done
 		r.failures = gates(c, on, off, 0)
 		r.stallsExplain = len(r.failures) > 0 && (len(gates(c, on, off, on.stallSlots)) == 0 || stallRejected(c, on))
-		if !r.stallsExplain || r.runs == maxRuns || !m.fits(t, c) {
+		r.known = knownFailure(c.name())
+		once := len(r.failures) > 0 && !r.stallsExplain && r.known == "" && r.failedOnce == nil
+		if (!r.stallsExplain && !once) || r.runs == maxRuns || !m.fits(t, c) {
 			break
+		}
+		if once {
+			// A failure no stall explains, in a cell that passes as a
+			// rule: run once more to tell a rare one from a systematic
+			// one; the table keeps what the first run failed.
+			r.failedOnce = r.failures
+			t.Logf("failed (%s) with no stall to explain it: running the cell once more to tell a rare failure from a systematic one",
+				strings.Join(r.failures, "; "))
+			continue
 		}
 		t.Logf("failed (%s) while the machine stalled %v (worth %d requests): running the cell again",
 			strings.Join(r.failures, "; "), on.stalled.Round(time.Millisecond), on.stallSlots)
 	}
-	r.known = knownFailure(c.name())
 	for _, msg := range r.failures {
 		if r.known != "" {
 			t.Logf("known failure (%s): %s", r.known, msg)
@@ -454,6 +473,9 @@ type row struct {
 	// last run's stalls could explain its failure.
 	runs          int
 	stallsExplain bool
+	// failedOnce holds the failures of a run no stall explained, when the
+	// cell was run once more after it (see runCell).
+	failedOnce []string
 	// known is why the cell is a known failure (see knownFailures), or "".
 	known string
 }
@@ -499,12 +521,7 @@ func (r row) markdown() string {
 	}
 	result := "PASS"
 	if len(r.failures) > 0 {
-		var names []string
-		for _, f := range r.failures {
-			name, _, _ := strings.Cut(strings.TrimPrefix(f, "gate "), ":")
-			names = append(names, name)
-		}
-		result = "FAIL: " + strings.Join(names, ", ")
+		result = "FAIL: " + gateNames(r.failures)
 		if r.stallsExplain {
 			result += " (stalls could explain it)"
 		}
@@ -515,6 +532,9 @@ func (r row) markdown() string {
 	if r.runs > 1 {
 		result += fmt.Sprintf(" (run %d times)", r.runs)
 	}
+	if len(r.failedOnce) > 0 && len(r.failures) == 0 {
+		result += " (failed once: " + gateNames(r.failedOnce) + ")"
+	}
 	cols = append(cols,
 		fmt.Sprintf("%.3f", r.on.used),
 		fmt.Sprintf("%.2f %%", 100*r.on.rejectedShare()),
@@ -523,6 +543,16 @@ func (r row) markdown() string {
 		fmt.Sprintf("%v (%d req.)", r.on.stalled.Round(time.Millisecond), r.on.stallSlots),
 		result)
 	return "| " + strings.Join(cols, " | ") + " |"
+}
+
+// gateNames lists the names of the gates of failure messages ("gate use:
+// ..." is "use").
+func gateNames(fails []string) string {
+	names := make([]string, len(fails))
+	for i, f := range fails {
+		names[i], _, _ = strings.Cut(strings.TrimPrefix(f, "gate "), ":")
+	}
+	return strings.Join(names, ", ")
 }
 
 // report logs the table and writes it to THROTTLE_MATRIX_TABLE when set.

@@ -72,6 +72,11 @@ type Summary struct {
 	// Waits sums up the waits of the requests sent: from client.Do (or
 	// the end of the previous attempt) to the departure.
 	Waits Flights `json:"waits"`
+	// ModeChanges are the Transport's changes of mode during the worker's
+	// life (throttle.WithOnModeChange), at most maxModeChanges of them: a
+	// replica that fell to its fallback for a moment explains a run's
+	// failures that nothing on the wire does.
+	ModeChanges []ModeChange `json:"mode_changes,omitempty"`
 	// Start and End are the run's bounds as the worker saw them.
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
@@ -177,6 +182,30 @@ func (t *tally) done(status int, err error, departed bool) string {
 	return kind
 }
 
+// ModeChange is one change of a worker's Transport mode.
+type ModeChange struct {
+	At       time.Time `json:"at"`
+	From, To string
+	Err      string `json:"err,omitempty"`
+}
+
+// maxModeChanges bounds the mode changes a summary keeps.
+const maxModeChanges = 16
+
+// modeChanged records c.
+func (t *tally) modeChanged(c throttle.ModeChange) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.s.ModeChanges) >= maxModeChanges {
+		return
+	}
+	mc := ModeChange{At: c.At, From: c.From.String(), To: c.To.String()}
+	if c.Err != nil {
+		mc.Err = c.Err.Error()
+	}
+	t.s.ModeChanges = append(t.s.ModeChanges, mc)
+}
+
 func (t *tally) sampleLocked(msg string) {
 	if len(t.s.Samples) >= maxSamples || slices.Contains(t.s.Samples, msg) {
 		return
@@ -188,6 +217,7 @@ func (t *tally) summary() Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.s
+	s.ModeChanges = slices.Clone(t.s.ModeChanges)
 	slices.SortFunc(s.Departures, func(a, b time.Time) int { return a.Compare(b) })
 	s.Flights = flightsOf(slices.Clone(t.flights))
 	s.Waits = flightsOf(slices.Clone(t.waits))

@@ -82,6 +82,10 @@ func RunWorker(cfgJSON string, extra OptionsFunc, in io.Reader, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	tally := newTally(cfg.ID, cfg.RecordDepartures)
+	// First, so that an OptionsFunc's own WithOnModeChange (faulttest's)
+	// takes its place.
+	opts = append([]throttle.Option{throttle.WithOnModeChange(tally.modeChanged)}, opts...)
 	if len(cfg.RedisAddrs) > 0 {
 		rdb := redis.NewUniversalClient(&redis.UniversalOptions{
 			Addrs:    cfg.RedisAddrs,
@@ -108,7 +112,6 @@ func RunWorker(cfgJSON string, extra OptionsFunc, in io.Reader, out io.Writer) e
 		IdleConnTimeout:     30 * time.Second,
 	}
 	defer net.CloseIdleConnections()
-	tally := newTally(cfg.ID, cfg.RecordDepartures)
 	flight := cfg.RequestTimeout
 	if flight <= 0 {
 		flight = defaultFlight
@@ -117,6 +120,7 @@ func RunWorker(cfgJSON string, extra OptionsFunc, in io.Reader, out io.Writer) e
 	if err != nil {
 		return fmt.Errorf("build transport: %w", err)
 	}
+	defer func() { _ = tr.Close() }()
 	client := &http.Client{Transport: tr}
 	if err := warmUp(net, cfg); err != nil {
 		return err

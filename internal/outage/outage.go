@@ -59,6 +59,7 @@ type Store struct {
 	sharedUntil atomic.Int64
 	share       float64 // explicit share (WithFleetShare), or 0
 	assumed     int64   // fleet size assumed before any heartbeat
+	onCall      func(ctx context.Context, call, rule string, d time.Duration, err error)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -89,6 +90,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 	try, probe, cause := f.brk.allow(now)
 	if try {
 		r, err := f.reserveShared(ctx, bs, maxWait, probe)
+		f.called(ctx, "reserve", bs, now, err)
 		if err == nil {
 			f.timeout.MarkWarm()
 			done := f.clock.Now()
@@ -321,9 +323,11 @@ func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time
 
 func (f *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	if f.brk.closed() {
+		start := f.clock.Now()
 		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.Pause(ctx, bs, d)
 		}, nil)
+		f.called(ctx, "pause", bs, start, err)
 		if err == nil {
 			return nil
 		}
@@ -347,9 +351,11 @@ func (f *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
 	if !f.brk.closed() {
 		return nil
 	}
+	start := f.clock.Now()
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, f.primary.Limit(ctx, b, c)
 	}, nil)
+	f.calledOne(ctx, "limit", b.Rule, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
@@ -362,9 +368,11 @@ func (f *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, err
 	if !f.brk.closed() {
 		return 0, nil
 	}
+	start := f.clock.Now()
 	d, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (time.Duration, error) {
 		return f.primary.Held(ctx, bs)
 	}, nil)
+	f.called(ctx, "held", bs, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
@@ -462,6 +470,13 @@ type Options struct {
 	// Fleet returns the live replicas counted by the heartbeat (0 before
 	// the count settles); nil when there is none.
 	Fleet func() int64
+	// OnCall, if not nil, is told of every call made to the primary, as
+	// it ends: which ("reserve", "pause", "limit", "held", "charge",
+	// "quota"), the rule of its first bucket, how long it took by the
+	// clock, and its error (nil when the primary answered). It runs on the
+	// caller's goroutine and must not block. A call the breaker keeps from
+	// being made is not one.
+	OnCall func(ctx context.Context, call, rule string, d time.Duration, err error)
 	// Guard says whether each Redis call needs a goroutine to keep its
 	// timeout (the client ignores context deadlines); ReserveKept, that
 	// the primary bounds its reserve calls by Timeout by itself whatever
@@ -499,6 +514,22 @@ func New(primary store.Store, c Clock, o Options) *Store {
 		fleet:       o.Fleet,
 		share:       o.Share,
 		assumed:     store.DefaultFleetSize,
+		onCall:      o.OnCall,
+	}
+}
+
+// called tells Options.OnCall of a call to the primary for bs that
+// started at start and ended now with err.
+func (f *Store) called(ctx context.Context, call string, bs []store.Bucket, start time.Time, err error) {
+	if f.onCall != nil && len(bs) > 0 {
+		f.calledOne(ctx, call, bs[0].Rule, start, err)
+	}
+}
+
+// calledOne is called for a call of one bucket, of rule.
+func (f *Store) calledOne(ctx context.Context, call, rule string, start time.Time, err error) {
+	if f.onCall != nil {
+		f.onCall(ctx, call, rule, f.clock.Now().Sub(start), err)
 	}
 }
 
@@ -540,11 +571,37 @@ func (f *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 	if !ok {
 		return nil
 	}
+	start := f.clock.Now()
 	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, c.Charge(ctx, b, units)
 	}, nil)
+	f.calledOne(ctx, "charge", b.Rule, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
 	return err
 }
+
+// Quotas reads the room of bs in the shared store while it is reachable
+// (see store.QuotaReader), within the call bound; in an outage mode, or
+// when the read fails, it returns ErrNoQuota: the outage buckets keep no
+// room a server's headers could tell. A failed read does not open the
+// breaker: only reservations judge Redis's health.
+func (f *Store) Quotas(ctx context.Context, bs []store.Bucket) ([]store.Quota, error) {
+	qr, ok := f.primary.(store.QuotaReader)
+	if !ok || f.brk.mode() != Shared {
+		return nil, ErrNoQuota
+	}
+	start := f.clock.Now()
+	q, err := bounded(ctx, f.callTimeout(), f.guard, func(cctx context.Context) ([]store.Quota, error) { return qr.Quotas(cctx, bs) }, nil)
+	f.called(ctx, "quota", bs, start, err)
+	if err != nil {
+		return nil, errors.Join(ErrNoQuota, err)
+	}
+	return q, nil
+}
+
+// ErrNoQuota reports that Quotas could not read the buckets' room.
+var ErrNoQuota = errors.New("throttle: no quota read")
+
+var _ store.QuotaReader = (*Store)(nil)
