@@ -111,6 +111,7 @@ func runTrace(t *testing.T, rdb redis.UniversalClient, steps []traceStep) (booke
 	lclk, rclk := fakeclock.New(start), fakeclock.New(start)
 	local := localstore.New(lclk)
 	remote := redisstore.New(rdb, redisstore.Options{Namespace: testNamespace(t), NowMicros: func() int64 { return rclk.Now().UnixMicro() }})
+	logKey := "throttle:{" + testNamespace(t) + "}:sl"
 	lres := make([]store.Reservation, len(steps))
 	rres := make([]store.Reservation, len(steps))
 	for i, st := range steps {
@@ -170,6 +171,13 @@ func runTrace(t *testing.T, rdb redis.UniversalClient, steps []traceStep) (booke
 				t.Fatal(err)
 			}
 		}
+		// The sliding log holds at most its quota, however far ahead
+		// its waiters book (algorithm.LogBook).
+		if n, err := rdb.ZCard(ctx, logKey).Result(); err != nil {
+			t.Fatal(err)
+		} else if q := conformanceBuckets[3].Burst; n > q {
+			t.Fatalf("step %d: the sliding log holds %d entries, quota %d", i, n, q)
+		}
 	}
 	return booked
 }
@@ -209,6 +217,18 @@ func conformanceTraces() map[string][]traceStep {
 		)
 		traces[fmt.Sprintf("%s/capped", conformanceBuckets[i].Key)] = steps
 	}
+	// Sliding-log waiters booking up to ten periods ahead, the latest of
+	// them giving up now and then: the refunds of a log trimmed to its
+	// quota, with entries at one instant and costs above 1.
+	var ahead []traceStep
+	for k := range 300 {
+		if k%7 == 6 {
+			ahead = append(ahead, traceStep{op: "cancel", of: k - 1 - k%3})
+			continue
+		}
+		ahead = append(ahead, traceStep{advance: time.Duration(k%5) * 40 * time.Millisecond, op: "reserve", buckets: []int{3}, costs: []int64{1 + int64(k%3)}, sent: []int64{0}, maxWait: 10 * time.Second})
+	}
+	traces["sl/ahead"] = ahead
 	return traces
 }
 

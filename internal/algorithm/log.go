@@ -7,9 +7,10 @@ import "sort"
 // Requests are booked in order (never before the latest entry), so that
 // the only window a booking at t can fill is the one ending at t: the
 // request fits when fewer than Quota-cost+1 entries lie after t-Period.
-// Entries at or before now-Period count for nothing and are dropped; the
-// log holds the entries of the last Period and the bookings ahead, at most
-// Quota per Period spanned.
+// Entries at or before now-Period count for nothing and are dropped, and
+// the log keeps only its newest Quota entries, however far ahead waiters
+// have booked: memory is bounded by the quota (see LogBook for why the
+// older entries decide nothing).
 //
 // A pause ending at hold counts the log as full until then: as if Quota
 // entries had departed evenly over [hold-Period, hold), of which
@@ -74,24 +75,98 @@ func LogAt(w Window, l *Log, floor, hold, cost int64) int64 {
 	return t // not reached: with j = n the loop returns
 }
 
-// LogBook adds cost entries at t (≥ every entry).
+// LogBook adds cost entries at t (≥ every entry) and keeps the newest
+// Quota entries.
+//
+// Why the older ones decide nothing: LogAt, with n entries E[0..n-1] in
+// order, reads only E[n-1] (the order), E[n-Quota+cost-1] (the entry
+// that must have left the window) and, under a pause, E[j-1] and E[j]
+// for the j whose q = Quota-cost-(n-j) ≥ 0, that is j ≥ n-Quota+cost.
+// With cost ≥ 1 every index it reads is ≥ n-Quota: one of the newest
+// Quota entries, at the same rank from the end whether or not the older
+// ones are kept (the j it starts from, the number of entries at or before
+// t-Period, shifts by the same n-Quota where it matters, and below
+// n-Quota+cost the loop only continues). Bookings are monotone, so a new
+// entry is always the newest and the newest Quota after it are the newest
+// Quota of the log trimmed before it: trimming now or never gives the
+// same decisions forever. Dropping entries by age (Trim) removes a prefix
+// too, so the two trims commute. What trimming loses is only what a
+// refund would need: see LogRefund.
+//
+// The decisions are those of the untrimmed log for the quota it was
+// trimmed under, and for a larger quota too (a window ending at or after
+// the newest entry holds at most Quota entries, all among the newest
+// Quota). A change of quota within a Period of entries trimmed under
+// another is not covered: a quota lowered and then raised again sees only
+// the lower quota's entries, and a refund under a raised quota takes the
+// log for not full (LogRefund), so for one Period either may admit more
+// than the new quota.
 func LogBook(w Window, l *Log, now, t, cost int64) {
 	l.Trim(w, now)
 	for range cost {
 		l.E = append(l.E, t)
 	}
+	if n := int64(len(l.E)); n > w.Quota {
+		// Reslicing, as Trim does: append reallocates at most 2·Quota.
+		l.E = l.E[n-w.Quota:]
+	}
 }
 
-// LogRefund removes up to cost entries at t: those of a cancelled
-// request. Removing entries only lowers the counts other requests were
-// admitted under, so a refund is always safe.
-func LogRefund(l *Log, t, cost int64) {
+// LogRefund gives back up to cost entries at t, those of a cancelled
+// request, trimming the log at now first (by age, then to its newest
+// Quota). It reports how many entries it gave back (removed or moved).
+//
+// Trimming by rank makes a plain removal unsafe: entries dropped from a
+// full log may still lie in the window, and with the refunded ones gone
+// the window would admit more than the quota. So a log of Quota entries
+// moves the refunded entries to its oldest entry's time instead; a log of
+// fewer removes them. Proof: call the entries kept K and the departures
+// really booked and not cancelled F. The invariant is that for every x ≥
+// now-Period, #{K > x} ≥ min(Quota, #{F > x}); then whatever LogAt admits
+// on K it admits on F (it asks whether at most Quota-cost < Quota entries
+// lie after t-Period, and its floor, the newest entry, is no earlier in K),
+// so F never holds more than the quota in a window. A booking adds the
+// same newest entry to both; trims by age and by rank keep the invariant.
+// A refund takes cost entries at t from F and the r ≤ cost found from K:
+// for x ≥ t nothing changes; for x < t where #{K > x} < Quota, F had no
+// more than K above x and loses at least as many; for x < t where K holds
+// Quota entries above x, x is below K's oldest entry, and the r moved
+// there still count. So the capacity of a refund on a full log comes back
+// when its oldest entry leaves the window, not at once, and a log whose
+// oldest entry is at t itself (all kept entries at one instant) gives
+// nothing back before the window passes: where the sliding log cannot
+// refund.
+func LogRefund(w Window, l *Log, now, t, cost int64) int64 {
+	l.Trim(w, now)
+	if n := int64(len(l.E)); n > w.Quota {
+		l.E = l.E[n-w.Quota:] // a quota lowered since the last booking
+	}
+	full := int64(len(l.E)) == w.Quota
 	i := sort.Search(len(l.E), func(i int) bool { return l.E[i] > t })
 	k := i
-	for k > 0 && i-k < int(cost) && l.E[k-1] == t {
+	for k > 0 && int64(i-k) < cost && l.E[k-1] == t {
 		k--
 	}
+	r := int64(i - k)
+	if r == 0 {
+		return 0
+	}
+	oldest := l.E[0]
+	if full && oldest == t {
+		return 0 // moved to the oldest, they would stay where they are
+	}
 	l.E = append(l.E[:k], l.E[i:]...)
+	if full {
+		moved := make([]int64, r, int64(len(l.E))+r)
+		for j := range moved {
+			moved[j] = oldest
+		}
+		l.E = append(moved, l.E...)
+	}
+	if len(l.E) == 0 {
+		l.E = nil
+	}
+	return r
 }
 
 // LogCount returns the entries in (t-Period, t], for tests of the quota.

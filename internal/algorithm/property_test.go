@@ -20,6 +20,11 @@ import (
 // taken out): the quota in the algorithm's own sense is never exceeded,
 // the departure is the earliest the model allows, waits are never
 // negative and no request that may wait long enough is refused.
+//
+// The sliding log keeps only its newest quota of entries and gives a
+// refund on a full log back at its oldest entry (algorithm.LogRefund):
+// its model decides on that documented log (logModel), while the quota is
+// checked on the departures really booked.
 
 // departure is one booked request: its departure (µs) and cost.
 type departure struct{ at, cost int64 }
@@ -152,6 +157,65 @@ func fixedStartOf(m model, t int64) int64 {
 	return t - t%propPeriod
 }
 
+// logModel is the sliding log as documented, unit by unit: the newest
+// quota units of the last period; a cancel on a full log moves the
+// cancelled units to the oldest one's time instead of removing them (and
+// so leaves them when that is their own time).
+type logModel struct {
+	q     int64
+	units []int64 // in order
+}
+
+// trim drops the units at or before now-period and keeps the newest q.
+func (l *logModel) trim(now int64) {
+	for len(l.units) > 0 && l.units[0] <= now-propPeriod {
+		l.units = l.units[1:]
+	}
+	if n := int64(len(l.units)); n > l.q {
+		l.units = l.units[n-l.q:]
+	}
+}
+
+func (l *logModel) book(now int64, d departure) {
+	l.trim(now)
+	for range d.cost {
+		l.units = append(l.units, d.at)
+	}
+	l.trim(now)
+}
+
+func (l *logModel) cancel(now int64, d departure) {
+	l.trim(now)
+	full := int64(len(l.units)) == l.q
+	if full && l.units[0] == d.at {
+		return // moved to the oldest, the units would stay where they are
+	}
+	var kept []int64
+	var r int64
+	for i := len(l.units) - 1; i >= 0; i-- { // the newest units at d.at go
+		if l.units[i] == d.at && r < d.cost {
+			r++
+			continue
+		}
+		kept = append([]int64{l.units[i]}, kept...)
+	}
+	if r > 0 && full && l.units[0] < d.at {
+		for range r {
+			kept = append([]int64{l.units[0]}, kept...)
+		}
+	}
+	l.units = kept
+}
+
+// departures returns the model's units as departures of cost 1.
+func (l *logModel) departures() []departure {
+	ds := make([]departure, len(l.units))
+	for i, u := range l.units {
+		ds[i] = departure{u, 1}
+	}
+	return ds
+}
+
 // propReservation is a booking the trace may cancel.
 type propReservation struct {
 	r   store.Reservation
@@ -166,6 +230,10 @@ func runProperty(t *testing.T, m model, seed uint64) {
 	var ds []departure
 	var open []propReservation
 	var last int64 // the latest departure ever booked
+	var lm *logModel
+	if m.b.Algorithm == store.SlidingLog {
+		lm = &logModel{q: m.b.Burst}
+	}
 	for i := range 400 {
 		clk.Advance(time.Duration(rng.IntN(250_000)) * time.Microsecond)
 		now := clk.Now().UnixMicro()
@@ -181,6 +249,9 @@ func runProperty(t *testing.T, m model, seed uint64) {
 						ds = append(ds[:j], ds[j+1:]...)
 						break
 					}
+				}
+				if lm != nil {
+					lm.cancel(now, o.dep)
 				}
 			}
 			open = append(open[:k], open[k+1:]...)
@@ -204,16 +275,20 @@ func runProperty(t *testing.T, m model, seed uint64) {
 		}
 		at := now + r.Wait.Microseconds()
 		if m.fits != nil {
+			seen := ds // what the algorithm decides on
+			if lm != nil {
+				seen = lm.departures()
+			}
 			floor := now
 			if m.fifo {
-				for _, d := range ds {
+				for _, d := range seen {
 					floor = max(floor, d.at)
 				}
 			}
 			if m.keep {
 				floor = max(floor, last)
 			}
-			if at < floor || !m.fits(ds, at, b.Cost) {
+			if at < floor || !m.fits(seen, at, b.Cost) {
 				t.Fatalf("request %d of cost %d at now%+d: the model refuses its departure now%+d", i, b.Cost, 0, at-now)
 			}
 			if at > floor {
@@ -228,7 +303,7 @@ func runProperty(t *testing.T, m model, seed uint64) {
 					}
 				}
 				for _, x := range probes {
-					if x >= floor && x < at && m.fits(ds, x, b.Cost) {
+					if x >= floor && x < at && m.fits(seen, x, b.Cost) {
 						t.Fatalf("request %d: departs at now%+d but fits at now%+d", i, at-now, x-now)
 					}
 				}
@@ -240,6 +315,9 @@ func runProperty(t *testing.T, m model, seed uint64) {
 			last = max(last, at)
 			open = append(open, propReservation{r, d})
 			m.quota(t, ds, d)
+			if lm != nil {
+				lm.book(now, d)
+			}
 		}
 	}
 	if len(ds) < 50 {

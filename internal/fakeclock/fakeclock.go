@@ -50,12 +50,21 @@ func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 
 // Advance moves the clock forward by d (backward if d < 0) and fires the
 // timers that are due.
-func (c *Clock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setLocked(c.now.Add(d))
+}
 
 // Set moves the clock to t and fires the timers that are due, earliest first.
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setLocked(t)
+}
+
+// setLocked is Set with c.mu held.
+func (c *Clock) setLocked(t time.Time) {
 	c.now = t
 	sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
 	kept := c.timers[:0]
@@ -67,6 +76,7 @@ func (c *Clock) Set(t time.Time) {
 		}
 		kept = append(kept, tm)
 	}
+	clear(c.timers[len(kept):])
 	c.timers = kept
 }
 
@@ -78,12 +88,44 @@ func (c *Clock) Timers() int {
 }
 
 // WaitTimers blocks until at least n timers are pending.
-func (c *Clock) WaitTimers(n int) {
+func (c *Clock) WaitTimers(n int) { c.WaitTimersOr(n, nil) }
+
+// WaitTimersOr blocks until at least n timers are pending or stop, when not
+// nil, returns true; stop is called with the clock's lock held, whenever a
+// timer is made and after Wake. It is how a test driver learns that every
+// goroutine it runs is asleep.
+func (c *Clock) WaitTimersOr(n int, stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.timers) < n {
+	for len(c.timers) < n && (stop == nil || !stop()) {
 		c.cond.Wait()
 	}
+}
+
+// Wake makes every WaitTimersOr check its condition again.
+func (c *Clock) Wake() {
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// AdvanceToNext moves the clock to the earliest pending timer's deadline
+// and fires it (and every other timer due then). It reports false, and
+// leaves the clock alone, when no timer is pending.
+func (c *Clock) AdvanceToNext() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.timers) == 0 {
+		return false
+	}
+	next := c.timers[0].at
+	for _, t := range c.timers[1:] {
+		if t.at.Before(next) {
+			next = t.at
+		}
+	}
+	c.setLocked(next)
+	return true
 }
 
 type timer struct {
