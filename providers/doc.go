@@ -7,8 +7,9 @@
 // A [Preset] is one provider's quotas as [throttle.Rule] values, with the
 // provider's dialect when it has one, built by a constructor that takes the
 // provider's Config: [StripePreset], [GitHubPreset], [TwilioPreset],
-// [ShopifyPreset], [SlackPreset], [DiscordPreset], [OpenAIPreset] and
-// [AnthropicPreset]. Its Options give a Transport the rules and the
+// [ShopifyPreset], [SlackPreset], [DiscordPreset], [OpenAIPreset],
+// [AnthropicPreset], [SendGridPreset], [HubSpotPreset] and
+// [SalesforcePreset]. Its Options give a Transport the rules and the
 // dialect:
 //
 //	p := providers.StripePreset(providers.StripeConfig{})
@@ -54,8 +55,9 @@
 //
 // # Examples
 //
-// The repository's examples run presets against strict local stand-ins
-// for the providers: go run ./examples/stripe (a fleet of replicas sharing
-// Stripe's quota through Redis) and go run ./examples/twilio (messages from
-// several senders, each held to its rate).
+// The repository's examples (a module of their own, examples/) run presets
+// under the providers' SDKs against strict local stand-ins for the
+// providers: go -C examples run ./stripe (replicas' stripe-go clients
+// sharing Stripe's quota through Redis) and go -C examples run ./twilio
+// (twilio-go sending from several senders, each held to its rate).
 package providers

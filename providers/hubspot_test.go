@@ -1,10 +1,12 @@
 package providers_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/providers"
 )
@@ -45,4 +47,48 @@ func FuzzHubSpotHeaders(f *testing.F) {
 		}
 		checkDialectSignal(t, header.Parse(429, h, time.Unix(0, 0), time.Minute, providers.HubSpot), time.Minute)
 	})
+}
+
+func TestHubSpotPreset(t *testing.T) {
+	ctx := context.Background()
+	hs := providers.HubSpotPreset(providers.HubSpotConfig{})
+	day := 24 * time.Hour
+	t.Run("limits", func(t *testing.T) {
+		checkLimits(t, []limitCase{
+			{"starter", hs, map[string]throttle.Limit{
+				"hubspot-ten-secondly": lim(100, 10*time.Second, 1), "hubspot-daily": lim(250000, day, 2500), "hubspot-search": lim(4, time.Second, 1),
+			}},
+			{"professional", providers.HubSpotPreset(providers.HubSpotConfig{Tier: providers.HubSpotProfessional}), map[string]throttle.Limit{
+				"hubspot-ten-secondly": lim(190, 10*time.Second, 1), "hubspot-daily": lim(650000, day, 6500),
+			}},
+			{"enterprise", providers.HubSpotPreset(providers.HubSpotConfig{Tier: providers.HubSpotEnterprise}), map[string]throttle.Limit{
+				"hubspot-ten-secondly": lim(190, 10*time.Second, 1), "hubspot-daily": lim(1000000, day, 10000),
+			}},
+			{"unknown tier is starter", providers.HubSpotPreset(providers.HubSpotConfig{Tier: 9}), map[string]throttle.Limit{
+				"hubspot-ten-secondly": lim(100, 10*time.Second, 1),
+			}},
+			{"capacity pack, overridden", providers.HubSpotPreset(providers.HubSpotConfig{Tier: providers.HubSpotEnterprise, TenSecondly: 250, Daily: 2000000, SearchPerSecond: 5}), map[string]throttle.Limit{
+				"hubspot-ten-secondly": lim(250, 10*time.Second, 1), "hubspot-daily": lim(2000000, day, 20000), "hubspot-search": lim(5, time.Second, 1),
+			}},
+		})
+	})
+	t.Run("matches", func(t *testing.T) {
+		checkMatches(t, []matchCase{
+			{"crm read", hs, newReq(ctx, "GET", "https://api.hubapi.com/crm/v3/objects/contacts/1", ""), []string{"hubspot-ten-secondly", "hubspot-daily"}},
+			{"crm search", hs, newReq(ctx, "POST", "https://api.hubapi.com/crm/v3/objects/contacts/search", "{}"), []string{"hubspot-ten-secondly", "hubspot-daily", "hubspot-search"}},
+			{"other host", hs, newReq(ctx, "GET", "https://api.example.com/crm/v3/objects/contacts/search", ""), nil},
+		})
+	})
+	t.Run("keys", func(t *testing.T) {
+		search := func(token string) *http.Request {
+			return newReq(ctx, "POST", "https://api.hubapi.com/crm/v3/objects/deals/search", "{}", "Authorization", "Bearer "+token)
+		}
+		checkKeys(t, []keyCase{
+			{"search per token", hs, "hubspot-search", search("a"), search("b"), false},
+			{"one account's daily", hs, "hubspot-daily", search("a"), search("b"), true},
+		})
+	})
+	if hs.Dialect == nil {
+		t.Error("no dialect: the preset should read X-HubSpot-RateLimit-*")
+	}
 }

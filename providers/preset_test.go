@@ -46,6 +46,7 @@ func newReq(ctx context.Context, method, url, body string, kv ...string) *http.R
 func matches(t *testing.T, rule throttle.Rule, r *http.Request) bool {
 	t.Helper()
 	rule.Limit = throttle.Limit{Rate: 1, Period: time.Hour, Burst: 1}
+	rule.Algorithm = throttle.LeakyBucket // the burst above is a bucket's
 	rule.Cost = nil
 	tr, err := throttle.New(okTransport{}, throttle.WithRules(rule), throttle.WithoutWaiting(),
 		throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 1}))
@@ -211,6 +212,9 @@ func allPresets() []providers.Preset {
 		providers.DiscordPreset(providers.DiscordConfig{}),
 		providers.OpenAIPreset(llm()),
 		providers.AnthropicPreset(llm()),
+		providers.SendGridPreset(providers.SendGridConfig{}),
+		providers.HubSpotPreset(providers.HubSpotConfig{}),
+		providers.SalesforcePreset(providers.SalesforceConfig{}),
 	}
 }
 
