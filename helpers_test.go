@@ -55,6 +55,7 @@ func mustNew(t testing.TB, base http.RoundTripper, opts ...Option) *Transport {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = tr.Close() })
 	return tr
 }
 

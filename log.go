@@ -9,11 +9,13 @@ import (
 // line per event, at a level by what it means:
 //
 //   - Debug: a slot acquired, a request queued or dequeued, a lease
-//     acquired or released: the ordinary course of requests.
+//     acquired or released, a Redis call answered: the ordinary course of
+//     requests.
 //   - Info: a fleet-wide pause, a bucket capped by the server's feedback,
 //     a retry, a return to the shared buckets ([ModeShared]).
 //   - Warn: a request rejected without being sent, a response rate
-//     limited by the server, a lease lost, a switch to an outage mode.
+//     limited by the server, a lease lost, a switch to an outage mode, a
+//     Redis call that failed.
 //
 // Each line carries the request's method and host and the rule's name,
 // and the event's own fields (the wait in seconds, the reason, the
@@ -39,6 +41,10 @@ func level(e Event) slog.Level {
 		return slog.LevelInfo
 	case EventRejected, EventRateLimited, EventLeaseLost:
 		return slog.LevelWarn
+	case EventStoreCall:
+		if e.Err != nil {
+			return slog.LevelWarn
+		}
 	case EventModeChange:
 		if e.To == ModeShared || e.To == ModeLocal {
 			return slog.LevelInfo
@@ -61,6 +67,7 @@ var logMessages = [...]string{
 	EventLeaseReleased: "throttle: lease released",
 	EventLeaseLost:     "throttle: lease lost",
 	EventModeChange:    "throttle: mode changed",
+	EventStoreCall:     "throttle: redis call",
 }
 
 func (o logObserver) Observe(e Event) {
@@ -106,6 +113,11 @@ func (o logObserver) Observe(e Event) {
 		}
 	case EventRetry:
 		as = append(as, slog.Int("attempt", e.Attempt), slog.Duration("delay", e.Wait))
+	case EventStoreCall:
+		as = append(as, slog.String("call", e.Call), slog.Duration("duration", e.Wait))
+		if e.Err != nil {
+			as = append(as, slog.String("error", e.Err.Error()))
+		}
 	}
 	o.l.LogAttrs(ctx, lv, msg, as...)
 }

@@ -109,6 +109,14 @@ const (
 	// outage mode, nil on the way back. It carries no request: Method,
 	// Host and Rule are empty.
 	EventModeChange
+	// EventStoreCall: a call to Redis (see [WithRedis]) ended: Call names
+	// it ("reserve", "pause", "limit", "held", "charge"), Wait is how long
+	// it took by the Transport's clock, Err its error (nil when Redis
+	// answered), Rule the rule of its first bucket. A call the outage mode
+	// keeps from being made (Redis is down, see [WithOutageMode]) is not
+	// one; an answer that came too late is one, with an Err. Nearly every
+	// request makes one ("reserve"); a Transport without Redis makes none.
+	EventStoreCall
 )
 
 var eventKindNames = [...]string{
@@ -124,6 +132,7 @@ var eventKindNames = [...]string{
 	EventLeaseReleased: "lease_released",
 	EventLeaseLost:     "lease_lost",
 	EventModeChange:    "mode_change",
+	EventStoreCall:     "store_call",
 }
 
 // String returns the kind's name in snake case, e.g. "rate_limited", or
@@ -232,6 +241,9 @@ type Event struct {
 
 	// From and To are the modes of an EventModeChange.
 	From, To Mode
+
+	// Call names the call of an EventStoreCall.
+	Call string
 }
 
 // multiObserver calls each of its observers in turn.
@@ -454,5 +466,17 @@ func observeModes(obs Observer, fn func(ModeChange)) func(ModeChange) {
 			fn(c)
 		}
 		obs.Observe(Event{Kind: EventModeChange, At: c.At, From: c.From, To: c.To, Err: c.Err})
+	}
+}
+
+// storeCalls returns the outage store's report of its calls to Redis as
+// EventStoreCall, or nil without an observer: then the store reads no
+// clock for them.
+func (t *Transport) storeCalls() func(context.Context, string, string, time.Duration, error) {
+	if t.obs == nil {
+		return nil
+	}
+	return func(ctx context.Context, call, rule string, d time.Duration, err error) {
+		t.observe(ctx, Event{Kind: EventStoreCall, At: t.clock.Now(), Rule: rule, Wait: d, Err: err, Call: call})
 	}
 }

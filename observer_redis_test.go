@@ -154,3 +154,82 @@ func TestObserverLeaseLost(t *testing.T) {
 		t.Fatalf("event %+v, want the lease released", e)
 	}
 }
+
+// TestObserverStoreCalls: every call to Redis is an EventStoreCall naming
+// the call, its rule, the request and how long it took; a call that failed
+// (Redis killed) carries its error, and the logger warns of it. Without
+// Redis there is none.
+func TestObserverStoreCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(api.Close)
+	var mu sync.Mutex
+	var calls []Event
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	observe := ObserverFunc(func(e Event) {
+		if e.Kind == EventStoreCall {
+			mu.Lock()
+			calls = append(calls, e)
+			mu.Unlock()
+		}
+	})
+	rule := Rule{Name: "api", Limit: Limit{Rate: 1000, Period: time.Second, Burst: 10}}
+	tr := mustNew(t, http.DefaultTransport, WithRedis(srv.Client(t)), WithNamespace(testNamespace(t)),
+		WithRules(rule), WithRedisTimeout(time.Second), WithRetry(RetryPolicy{MaxAttempts: 1}),
+		WithObserver(observe), WithLogger(logger))
+	t.Cleanup(tr.CloseIdleConnections)
+	req := newReq(t, redisCtx(t), http.MethodPost, api.URL)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+
+	mu.Lock()
+	byCall := map[string]Event{}
+	for _, e := range calls {
+		byCall[e.Call] = e
+	}
+	mu.Unlock()
+	host := strings.TrimPrefix(api.URL, "http://")
+	for _, call := range []string{"reserve", "pause"} { // the 429 paused the bucket
+		e, ok := byCall[call]
+		switch {
+		case !ok:
+			t.Errorf("no EventStoreCall %q among %v", call, byCall)
+		case e.Err != nil || e.Rule != "api" || e.Method != http.MethodPost || e.Host != host || e.Wait <= 0 || e.At.IsZero():
+			t.Errorf("%s: %+v; want no error, rule api, POST to %s, a duration and a time", call, e, host)
+		}
+	}
+
+	srv.Kill()
+	mu.Lock()
+	calls = nil
+	mu.Unlock()
+	resp, err = tr.RoundTrip(newReq(t, redisCtx(t), http.MethodGet, api.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) == 0 || calls[0].Call != "reserve" || calls[0].Err == nil {
+		t.Errorf("with Redis killed: %+v; want a failed reserve first", calls)
+	}
+	if !strings.Contains(logs.String(), `"msg":"throttle: redis call"`) || !strings.Contains(logs.String(), `"call":"reserve"`) {
+		t.Errorf("no warning of the failed call in the log:\n%s", logs.String())
+	}
+
+	local := mustNew(t, http.DefaultTransport, WithRules(rule), WithRetry(RetryPolicy{MaxAttempts: 1}), WithObserver(ObserverFunc(func(e Event) {
+		if e.Kind == EventStoreCall {
+			t.Errorf("a Transport without Redis reported %+v", e)
+		}
+	})))
+	if err := roundTrip(local, newReq(t, redisCtx(t), http.MethodGet, api.URL)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -41,6 +42,9 @@ type config struct {
 	headroom float64
 	clock    Clock
 	errs     []error // invalid option values, reported by New
+	// onStoreCall reports the Redis calls as events (Transport.storeCalls);
+	// New sets it, no option does.
+	onStoreCall func(ctx context.Context, call, rule string, d time.Duration, err error)
 
 	dialects      []header.Dialect
 	maxRetryAfter time.Duration

@@ -120,8 +120,17 @@ type Match struct {
 	Func func(*http.Request) bool
 }
 
-func (m *Match) matches(r *http.Request) bool {
-	if m.Host != "" && !hostMatches(m.Host, r.URL.Host) {
+// Matches reports whether m selects r. The host it compares is where r
+// goes, r.URL.Host, as a Transport sends it; a server's request, whose
+// URL has no host, is compared by its Host header (r.Host), so that the
+// middleware and throttletest read a rule's Match as the Transport does.
+// A request with no method is a GET.
+func (m *Match) Matches(r *http.Request) bool {
+	host := r.URL.Host
+	if host == "" {
+		host = r.Host
+	}
+	if m.Host != "" && !hostMatches(m.Host, host) {
 		return false
 	}
 	if len(m.Methods) > 0 {

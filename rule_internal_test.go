@@ -56,7 +56,7 @@ func TestMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.m.matches(tt.req); got != tt.match {
+			if got := tt.m.Matches(tt.req); got != tt.match {
 				t.Fatalf("matches = %v, want %v", got, tt.match)
 			}
 		})

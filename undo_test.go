@@ -29,7 +29,7 @@ func undoStores(t *testing.T) map[string]func(t *testing.T, clk *fakeclock.Clock
 		},
 		"outage store, shared (Redis)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
 			os, _ := redisOutageStore(redisSettings{rdb: rdb, namespace: testNamespace(t), outage: defaultOutageSettings(),
-				nowMicros: func() int64 { return clk.Now().UnixMicro() }}, clk)
+				nowMicros: func() int64 { return clk.Now().UnixMicro() }}, clk, nil)
 			return os
 		},
 		"outage store, fallback (local buckets)": func(t *testing.T, clk *fakeclock.Clock) store.Store {
