@@ -350,13 +350,18 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 	t.Logf("%s", r.markdown())
 }
 
-// stallRejected reports whether a steady run's rejections are all ones its
-// stalls could explain: a reading fleet obeys the server's whole-second
-// Retry-After, so such a rejection also costs a second's pause, which is
-// the stall's too (the rules alone pay one request for it). Such a run is
-// run again; the verdict still grants nothing.
+// stallRejected reports whether a run's rejections (a pause cell's:
+// outside the pause) are all ones its stalls could explain: a reading
+// fleet obeys the server's whole-second Retry-After, so such a rejection
+// also costs a second's pause, which is the stall's too (the rules alone
+// pay one request for it). Such a run is run again; the verdict still
+// grants nothing. A pause cell's case was seen in CI:
+// 8x16_sliding-1s_retry-after_pause_b2 met one rejection a second after
+// the pause while the machine stalled 70 ms (15 requests' worth), paused
+// for the Retry-After's second (0.769), and passed in 4 of 4 runs on a
+// quiet host (0.978-0.980).
 func stallRejected(c cell, on figures) bool {
-	return c.scenario == steady && on.rejected > 0 && on.rejected <= on.stallSlots
+	return (c.scenario == steady || c.scenario == pause) && on.rejected > 0 && on.rejected <= on.stallSlots
 }
 
 // fits reports whether c can still run before the test binary's deadline.
