@@ -45,6 +45,7 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.B
 	}
 	t.learnAnchors(bs, resp, now)
 	act := t.views.Read(bs, bk, sig, now.UnixNano())
+	t.observeQuota(ctx, bs, bk, sig, now)
 	if act.Pause == 0 && len(act.Caps) == 0 {
 		// Nearly every response: nothing for the store.
 		return sig, now

@@ -68,6 +68,7 @@ var logMessages = [...]string{
 	EventLeaseLost:     "throttle: lease lost",
 	EventModeChange:    "throttle: mode changed",
 	EventStoreCall:     "throttle: redis call",
+	EventQuota:         "throttle: quota read",
 }
 
 func (o logObserver) Observe(e Event) {
@@ -111,6 +112,9 @@ func (o logObserver) Observe(e Event) {
 		if e.HasRemaining {
 			as = append(as, slog.Int64("remaining", e.Remaining))
 		}
+	case EventQuota:
+		as = append(as, slog.Int64("limit", e.Limit), slog.Int64("remaining", e.Remaining),
+			slog.Float64("estimate", e.Estimate), slog.Duration("window", e.Window))
 	case EventRetry:
 		as = append(as, slog.Int("attempt", e.Attempt), slog.Duration("delay", e.Wait))
 	case EventStoreCall:

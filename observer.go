@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/header"
+	"github.com/throttlekit/throttle/internal/feedback"
 	"github.com/throttlekit/throttle/internal/lease"
 	"github.com/throttlekit/throttle/internal/store"
 )
@@ -117,6 +118,23 @@ const (
 	// one; an answer that came too late is one, with an Err. Nearly every
 	// request makes one ("reserve"); a Transport without Redis makes none.
 	EventStoreCall
+	// EventQuota: a response reported a quota of a bucket that the fleet
+	// counts (docs/FEEDBACK.md), and this is the reading beside the
+	// fleet's own count of it: Limit and Remaining (HasRemaining) are the
+	// server's, of the quota with the least remaining; Window the
+	// quota's window as the model reads it; Estimate what the fleet's own
+	// count leaves of Limit, that is Limit less what the fleet's replicas
+	// reported sent in the Window before the request left, as this
+	// process knows it. Estimate − Remaining is what the model takes for
+	// others' spending: another consumer of the quota, or the lag of the
+	// replicas' reports. The count is of the trailing Window, as a
+	// sliding window's; against a fixed window the two also differ by
+	// what the fleet sent in the Window before the window's start. Rule
+	// is the bucket's rule. Sent for every such response, whether or not
+	// the model acts on it ([EventCapped] says when it does), once the
+	// fleet's count of the bucket covers a whole Window: not for the
+	// first window's answers, nor with [WithoutFeedback].
+	EventQuota
 )
 
 var eventKindNames = [...]string{
@@ -133,6 +151,7 @@ var eventKindNames = [...]string{
 	EventLeaseLost:     "lease_lost",
 	EventModeChange:    "mode_change",
 	EventStoreCall:     "store_call",
+	EventQuota:         "quota",
 }
 
 // String returns the kind's name in snake case, e.g. "rate_limited", or
@@ -235,9 +254,14 @@ type Event struct {
 	// cost per second.
 	CapRate float64
 	// Remaining is what the server reported left of its quota
-	// (EventCapped); HasRemaining reports that it did.
+	// (EventCapped, EventQuota); HasRemaining reports that it did.
 	Remaining    int64
 	HasRemaining bool
+	// Limit is the server's limit of the quota, Window its window and
+	// Estimate what the fleet's own count leaves of Limit (EventQuota).
+	Limit    int64
+	Window   time.Duration
+	Estimate float64
 
 	// From and To are the modes of an EventModeChange.
 	From, To Mode
@@ -408,6 +432,23 @@ func (t *Transport) reportCap(ctx context.Context, b store.Bucket, c store.Cap, 
 		}
 	}
 	t.observe(ctx, e)
+}
+
+// observeQuota reports the readings of the quotas sig reports beside the
+// fleet's count of them (feedback.Views.Estimates): only for an observer,
+// since the reading takes the views' lock.
+func (t *Transport) observeQuota(ctx context.Context, bs []store.Bucket, bk feedback.Booking, sig header.Signal, now time.Time) {
+	if t.obs != nil && len(sig.Quotas) > 0 && len(bs) > 0 {
+		t.reportQuota(ctx, bs, bk, sig, now)
+	}
+}
+
+func (t *Transport) reportQuota(ctx context.Context, bs []store.Bucket, bk feedback.Booking, sig header.Signal, now time.Time) {
+	for _, e := range t.views.Estimates(bs, bk, sig, now.UnixNano()) {
+		t.observe(ctx, Event{Kind: EventQuota, At: now, Rule: bs[e.Bucket].Rule,
+			Limit: e.Limit, Remaining: e.Remaining, HasRemaining: true, Window: e.Window,
+			Estimate: e.Left})
+	}
 }
 
 // observeRetry reports a retry, the attempt-th sending, after delay.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -274,6 +275,71 @@ func TestObserverCapped(t *testing.T) {
 	checkRequest(t, c, "GET", "api.example", "quota")
 	if c.CapRate <= 0 || c.CapRate >= 100.0/60 || !c.HasRemaining || c.Remaining >= 39 {
 		t.Errorf("last capped event %+v; want a cap below the rule's 1.67/s and the server's remaining", c)
+	}
+}
+
+// TestObserverQuota: every reading of a counted quota comes beside the
+// fleet's own count of it, so that an operator sees what others spend.
+func TestObserverQuota(t *testing.T) {
+	rec := &recorder{}
+	clk := fakeclock.New(epoch)
+	// A server of 100 in any second, 25 of which someone else spends from
+	// 1.5 s on (before, the model's first window would read it as a
+	// pace: see docs/FEEDBACK.md): it reports 100 less what the fleet
+	// sent in the last second, less the others'.
+	const limit, others = 100, 25
+	othersFrom := epoch.Add(1500 * time.Millisecond)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		now := clk.Now()
+		arrivals = append(arrivals, now)
+		n := 0
+		for _, a := range arrivals {
+			if a.After(now.Add(-time.Second)) {
+				n++
+			}
+		}
+		mu.Unlock()
+		if !now.Before(othersFrom) {
+			n += others
+		}
+		h := http.Header{"X-Ratelimit-Limit": {strconv.Itoa(limit)}, "X-Ratelimit-Remaining": {strconv.Itoa(max(limit-n, 0))}}
+		return &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody, Request: r}, nil
+	})
+	tr := mustNew(t, base, throttle.WithClock(clk), throttle.WithObserver(rec), throttle.WithoutWaiting(),
+		throttle.WithRules(throttle.Rule{Name: "quota", Limit: throttle.Limit{Rate: limit, Period: time.Second, Burst: 1}}))
+	// 25 a second for 3 s: below the room the server leaves (75), so that
+	// no request waits.
+	for range 75 {
+		if err := roundTrip(tr, newReq(t, context.Background(), "GET", "http://api.example/")); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(40 * time.Millisecond)
+	}
+	qs := of(rec.take(), throttle.EventQuota)
+	// None in the count's first second: it covers only part of the window.
+	if len(qs) < 45 || len(qs) > 51 {
+		t.Fatalf("%d quota events, want those after the first second (the count covers a whole window then): %+v", len(qs), qs)
+	}
+	for _, e := range qs {
+		checkRequest(t, e, "GET", "api.example", "quota")
+		if e.Limit != limit || !e.HasRemaining || e.Window != time.Second {
+			t.Errorf("quota event %+v, want the server's limit 100 over 1s", e)
+		}
+		// The fleet sent 25 in the last second (one or two more or less:
+		// its reports go with the next booking).
+		if e.Estimate < limit-27 || e.Estimate > limit-23 {
+			t.Errorf("estimate %.1f, want about %d (the limit less the fleet's 25)", e.Estimate, limit-25)
+		}
+		want := 0.0
+		if !e.At.Before(othersFrom) {
+			want = others
+		}
+		if gap := e.Estimate - float64(e.Remaining); math.Abs(gap-want) > 2 {
+			t.Errorf("at %v estimate %.1f against the server's %d: a gap of %.1f, want about the others' %.0f", e.At.Sub(epoch), e.Estimate, e.Remaining, gap, want)
+		}
 	}
 }
 

@@ -19,10 +19,18 @@
 //	throttle.server.pauses                          counter    {pause}    throttle.rule
 //	throttle.server.pause.duration                  histogram  s          throttle.rule
 //	throttle.server.quota.remaining                 gauge      {unit}     throttle.rule
+//	throttle.fleet.quota.remaining                  gauge      {unit}     throttle.rule
 //	throttle.fleet.cap.rate                         gauge      {unit}/s   throttle.rule
 //	throttle.retries                                counter    {retry}    throttle.rule
 //	throttle.store.fallback.active                  gauge      1          throttle.mode
 //	throttle.store.mode_changes                     counter    {change}   throttle.mode
+//	throttle.store.call.duration                    histogram  s          throttle.store.call, error.type
+//
+// throttle.server.quota.remaining is what the provider last reported left
+// of its quota, and throttle.fleet.quota.remaining what the fleet's own
+// count leaves of it ([throttle.EventQuota]): their gap is what the fleet
+// takes for others' spending on the same quota (another consumer, or the
+// lag of the replicas' reports).
 //
 // Every attribute has a bounded set of values: the names of the
 // Transport's rules, the results and reasons of [throttle.RejectReason],
@@ -30,9 +38,6 @@
 // partition key becomes an attribute. The result of a request is
 // "acquired", "rejected" or "canceled" (ASP.NET Core's request_canceled);
 // error.type is the [throttle.RejectReason] of a rejected or canceled one.
-//
-// The package does not record Redis call latencies: the Transport does not
-// time its store calls (see docs/OBSERVABILITY.md).
 package otelthrottle
 
 import (
@@ -85,6 +90,7 @@ type Observer struct {
 	pauses        metric.Int64Counter
 	pauseDuration metric.Float64Histogram
 	remaining     metric.Int64Gauge
+	estimate      metric.Float64Gauge
 	capRate       metric.Float64Gauge
 	retries       metric.Int64Counter
 	fallback      metric.Int64Gauge
@@ -140,7 +146,10 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.pauseDuration = h("throttle.server.pause.duration", "Length of the fleet-wide pauses.")
 	var err error
 	o.remaining, err = m.Int64Gauge("throttle.server.quota.remaining", metric.WithUnit("{unit}"),
-		metric.WithDescription("What the provider last reported left of its quota, when the feedback model acted on it."))
+		metric.WithDescription("What the provider last reported left of its quota."))
+	errs = append(errs, err)
+	o.estimate, err = m.Float64Gauge("throttle.fleet.quota.remaining", metric.WithUnit("{unit}"),
+		metric.WithDescription("What the fleet's own count leaves of the provider's quota: its limit less what the fleet sent in its window."))
 	errs = append(errs, err)
 	o.capRate, err = m.Float64Gauge("throttle.fleet.cap.rate", metric.WithUnit("{unit}/s"),
 		metric.WithDescription("The rate the feedback model caps a bucket at, from what the provider leaves the fleet (0: counting, no cap)."))
@@ -200,6 +209,9 @@ func (o *Observer) Observe(e throttle.Event) {
 			o.remaining.Record(ctx, e.Remaining, o.attrs(attrKey{rule: e.Rule}))
 		}
 		o.capRate.Record(ctx, e.CapRate, o.attrs(attrKey{rule: e.Rule}))
+	case throttle.EventQuota:
+		o.remaining.Record(ctx, e.Remaining, o.attrs(attrKey{rule: e.Rule}))
+		o.estimate.Record(ctx, e.Estimate, o.attrs(attrKey{rule: e.Rule}))
 	case throttle.EventRetry:
 		o.retries.Add(ctx, 1, o.attrs(attrKey{rule: e.Rule}))
 	case throttle.EventModeChange:

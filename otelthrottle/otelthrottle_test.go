@@ -244,6 +244,12 @@ func TestObserverModeAndCap(t *testing.T) {
 	want(t, ms, "throttle.store.mode_changes", "{change}", 1, fb)
 	want(t, ms, "throttle.server.quota.remaining", "{unit}", 30, rule)
 	want(t, ms, "throttle.fleet.cap.rate", "{unit}/s", 0.5, rule)
+	// A reading beside the fleet's count: the server's 12 left, the
+	// fleet's count leaving 42 (others spent 30).
+	o.Observe(throttle.Event{Kind: throttle.EventQuota, Rule: "api", Limit: 100, Remaining: 12, HasRemaining: true, Window: time.Second, Estimate: 42})
+	ms = collect(t, r)
+	want(t, ms, "throttle.server.quota.remaining", "{unit}", 12, rule)
+	want(t, ms, "throttle.fleet.quota.remaining", "{unit}", 42, rule)
 	o.Observe(throttle.Event{Kind: throttle.EventModeChange, From: throttle.ModeFallback, To: throttle.ModeShared})
 	ms = collect(t, r)
 	want(t, ms, "throttle.store.fallback.active", "1", 0, fb)

@@ -15,10 +15,17 @@
 //	throttle_server_pauses_total                         counter    rule
 //	throttle_server_pause_duration_seconds               histogram  rule
 //	throttle_server_quota_remaining                      gauge      rule
+//	throttle_fleet_quota_remaining                       gauge      rule
 //	throttle_fleet_cap_rate                              gauge      rule
 //	throttle_retries_total                               counter    rule
 //	throttle_store_fallback_active                       gauge      mode
 //	throttle_store_mode_changes_total                    counter    mode
+//	throttle_store_call_duration_seconds                 histogram  call, result
+//
+// throttle_server_quota_remaining is what the provider last reported left
+// of its quota, and throttle_fleet_quota_remaining what the fleet's own
+// count leaves of it ([throttle.EventQuota]): their gap is what the fleet
+// takes for others' spending on the same quota.
 //
 // result is "acquired", "rejected" or "canceled", reason the
 // [throttle.RejectReason] of a request not acquired ("" otherwise). Every
@@ -50,6 +57,7 @@ type Collector struct {
 	pauses        *prometheus.CounterVec
 	pauseDuration *prometheus.HistogramVec
 	remaining     *prometheus.GaugeVec
+	estimate      *prometheus.GaugeVec
 	capRate       *prometheus.GaugeVec
 	retries       *prometheus.CounterVec
 	fallback      *prometheus.GaugeVec
@@ -84,7 +92,8 @@ func New() *Collector {
 		rateLimited:   counter("throttle_server_rate_limited_total", "Responses the provider rejected for rate.", "rule", "status"),
 		pauses:        counter("throttle_server_pauses_total", "Fleet-wide pauses of a bucket that a response asked for.", rule...),
 		pauseDuration: hist("throttle_server_pause_duration_seconds", "Length of the fleet-wide pauses."),
-		remaining:     gauge("throttle_server_quota_remaining", "What the provider last reported left of its quota, when the feedback model acted on it.", rule...),
+		remaining:     gauge("throttle_server_quota_remaining", "What the provider last reported left of its quota.", rule...),
+		estimate:      gauge("throttle_fleet_quota_remaining", "What the fleet's own count leaves of the provider's quota: its limit less what the fleet sent in its window.", rule...),
 		capRate:       gauge("throttle_fleet_cap_rate", "The rate (units of cost per second) the feedback model caps a bucket at (0: counting, no cap).", rule...),
 		retries:       counter("throttle_retries_total", "Retries of rate-limited requests.", rule...),
 		fallback:      gauge("throttle_store_fallback_active", "1 while the shared store is unreachable and the Transport runs in this outage mode, else 0.", "mode"),
@@ -96,7 +105,7 @@ func New() *Collector {
 
 func (c *Collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.requests, c.timeInQueue, c.queued, c.leases, c.leaseDuration, c.leasesLost,
-		c.rateLimited, c.pauses, c.pauseDuration, c.remaining, c.capRate, c.retries, c.fallback, c.modeChanges, c.storeCalls}
+		c.rateLimited, c.pauses, c.pauseDuration, c.remaining, c.estimate, c.capRate, c.retries, c.fallback, c.modeChanges, c.storeCalls}
 }
 
 // Describe sends the descriptors of every metric (see
@@ -150,6 +159,9 @@ func (c *Collector) Observe(e throttle.Event) {
 			c.remaining.WithLabelValues(e.Rule).Set(float64(e.Remaining))
 		}
 		c.capRate.WithLabelValues(e.Rule).Set(e.CapRate)
+	case throttle.EventQuota:
+		c.remaining.WithLabelValues(e.Rule).Set(float64(e.Remaining))
+		c.estimate.WithLabelValues(e.Rule).Set(e.Estimate)
 	case throttle.EventRetry:
 		c.retries.WithLabelValues(e.Rule).Inc()
 	case throttle.EventModeChange:

@@ -202,6 +202,13 @@ func TestToFloat64(t *testing.T) {
 	if v := gauge(t, reg, "throttle_fleet_cap_rate", "api"); v != 0.5 {
 		t.Errorf("cap rate %v, want 0.5", v)
 	}
+	c.Observe(throttle.Event{Kind: throttle.EventQuota, Rule: "api", Limit: 100, Remaining: 12, HasRemaining: true, Window: time.Second, Estimate: 42})
+	if v := gauge(t, reg, "throttle_server_quota_remaining", "api"); v != 12 {
+		t.Errorf("remaining after a reading %v, want 12", v)
+	}
+	if v := gauge(t, reg, "throttle_fleet_quota_remaining", "api"); v != 42 {
+		t.Errorf("fleet's remaining %v, want 42", v)
+	}
 	c.Observe(throttle.Event{Kind: throttle.EventModeChange, From: throttle.ModeFallback, To: throttle.ModeShared})
 	c.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 300 * time.Microsecond})
 	c.Observe(throttle.Event{Kind: throttle.EventStoreCall, Rule: "api", Call: "reserve", Wait: 50 * time.Millisecond, Err: errors.New("timeout")})
