@@ -113,9 +113,14 @@ func newClient(baseURL string, hc *http.Client) *twilio.RestClient {
 // an error (Twilio's POST carries no idempotency key, so the Transport
 // does not retry it); a slot beyond the phase's end stops the worker.
 func send(c *twilio.RestClient, from string, worker, n int) error {
+	return sendTo(c, from, fmt.Sprintf("+1415555%04d", n%10000), worker, n)
+}
+
+// sendTo is send to the number to.
+func sendTo(c *twilio.RestClient, from, to string, worker, n int) error {
 	p := &api.CreateMessageParams{}
 	p.SetFrom(from)
-	p.SetTo(fmt.Sprintf("+1415555%04d", n%10000))
+	p.SetTo(to)
 	p.SetBody(fmt.Sprintf("Your code is %d-%d", worker, n))
 	_, err := c.Api.CreateMessage(p)
 	var te *client.TwilioRestError

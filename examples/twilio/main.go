@@ -23,6 +23,16 @@
 // sender for the preset's per-sender rules (providers.WithTwilioSender:
 // the sender is a form field of the body, which a rule does not read).
 //
+// With -real it sends through api.twilio.com instead, with the test
+// credentials in TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN, throttled only:
+// messages from Twilio's magic number +15005550006, which test credentials
+// "send" without sending or charging anything, and which live credentials
+// cannot send from (it is no live number), so no real message ever leaves.
+// The credentials go to Twilio and nowhere else: never printed, and the
+// preset keys its buckets by a hash.
+//
+//	TWILIO_ACCOUNT_SID=AC... TWILIO_AUTH_TOKEN=... go -C examples run ./twilio -real
+//
 // Each phase prints its progress every second (one line rewritten in place
 // on a terminal) and ends with one line: the messages and 429s the server
 // saw, the rate it accepted against the quota, and the p50 and p99 of the
@@ -116,7 +126,17 @@ func main() {
 	flag.IntVar(&cfg.Concurrency, "concurrency", 10, "the local API's limit of requests in progress per account")
 	flag.Float64Var(&cfg.Headroom, "headroom", defaultHeadroom, "fraction of every rate kept in reserve against jitter (library default 0.02)")
 	flag.StringVar(&cfg.RedisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL (default $REDIS_URL; empty: an embedded miniredis)")
+	useReal := flag.Bool("real", false, "send test messages through api.twilio.com with the test credentials in $TWILIO_ACCOUNT_SID and $TWILIO_AUTH_TOKEN (from Twilio's magic number: nothing is sent or charged; throttled only)")
 	flag.Parse()
+
+	if *useReal {
+		rc := realConfig{AccountSID: os.Getenv("TWILIO_ACCOUNT_SID"), AuthToken: os.Getenv("TWILIO_AUTH_TOKEN"), Workers: 2}
+		if err := runReal(context.Background(), cfg, rc); err != nil {
+			fmt.Fprintln(os.Stderr, "twilio example:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	res, err := run(context.Background(), cfg)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/throttletest"
 )
 
 // maxLimited bounds the 429s the throttled phase of a test run may meet,
@@ -56,5 +58,40 @@ func TestRunRejectsBadConfig(t *testing.T) {
 				t.Error("run accepted the configuration")
 			}
 		})
+	}
+}
+
+// TestRealNeedsCredentials checks that -real sends nothing without test
+// credentials.
+func TestRealNeedsCredentials(t *testing.T) {
+	for _, rc := range []realConfig{{}, {AccountSID: "AC1"}, {AuthToken: authToken}, {AccountSID: "SK1", AuthToken: authToken}} {
+		if err := runReal(context.Background(), config{Duration: time.Second, Out: &strings.Builder{}}, rc); err != errNoCredentials {
+			t.Errorf("%+v: err %v, want errNoCredentials", rc, err)
+		}
+	}
+}
+
+// TestRealAgainstLocal runs -real's phase against the local Twilio in
+// place of api.twilio.com: every message is from the magic sender, at its
+// long code's rate, none refused, and the output holds no credential.
+func TestRealAgainstLocal(t *testing.T) {
+	srv, err := throttletest.NewServer(throttletest.Twilio(throttletest.TwilioConfig{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var out strings.Builder
+	rc := realConfig{AccountSID: accountSID, AuthToken: authToken, BaseURL: srv.URL, Workers: 2}
+	if err := runReal(context.Background(), config{Duration: 2 * time.Second, Out: &out}, rc); err != nil {
+		t.Fatalf("runReal: %v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	rep := srv.Report()
+	// 2 s at 1 message/s from a fresh bucket: 2 or 3 (the burst's one).
+	if rep.Arrived < 2 || rep.Arrived > 3 || rep.Admitted != rep.Arrived {
+		t.Errorf("the server saw %d messages, admitted %d (refused %v), want 2-3, all admitted", rep.Arrived, rep.Admitted, rep.Refused)
+	}
+	if strings.Contains(out.String(), authToken) || strings.Contains(out.String(), accountSID) {
+		t.Error("the output holds a credential")
 	}
 }
