@@ -6,9 +6,16 @@
 //
 // # Workers
 //
-// A worker is the test binary itself, re-executed with [EnvWorker] set to
-// its [WorkerConfig] as JSON. The test package's TestMain must hand such a
-// process to [DispatchWorker] before anything else:
+// A worker is the fleetworker command (internal/fleettest/fleetworker),
+// which [Start] builds once per test binary without the race detector and
+// runs with [EnvWorker] set to its [WorkerConfig] as JSON. A fleet test
+// measures throughput and timing at a quota, which the race detector's CPU
+// cost distorts on a small machine (binary.go tells the measurement); the
+// product's races are hunted in the in-process tests, all under -race.
+// fleetworker understands faulttest's knobs (faulttest.Options). With
+// [EnvRaceWorkers]=1 the workers are the test binary itself, re-executed,
+// race detector and all; for that the test package's TestMain must hand
+// such a process to [DispatchWorker] before anything else:
 //
 //	func TestMain(m *testing.M) {
 //		fleettest.DispatchWorker(nil) // or an OptionsFunc for extra knobs
@@ -24,7 +31,7 @@
 // status, errors by kind, the longest wait, the round trips' quantiles.
 //
 // [Start] launches the processes and waits until all are ready, so slow
-// start-up (a race-enabled binary on a busy machine) never eats into the
+// start-up (a busy machine, the worker's first build) never eats into the
 // run; [Fleet.Go] gives them one start instant ([Fleet.GoAt] a chosen
 // one, such as a whole Unix second); [Fleet.Wait] collects the
 // summaries. [Run] does all three. Workers die with the test binary

@@ -27,8 +27,8 @@ const (
 	stderrTail = 16 << 10
 )
 
-// Fleet is a set of worker processes: the test binary re-executed with
-// [EnvWorker], each running a [WorkerConfig]. Create one with [Start], start
+// Fleet is a set of worker processes, each running a [WorkerConfig] it
+// reads from [EnvWorker]: the fleetworker command (see the package doc). Create one with [Start], start
 // the run with [Fleet.Go], collect with [Fleet.Wait]. Every process is
 // killed and reaped by the test's cleanup (and by the kernel, on Linux, if
 // the test binary dies first).
@@ -93,7 +93,10 @@ func launch(cfg WorkerConfig) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(os.Args[0])
+	cmd, err := workerCommand()
+	if err != nil {
+		return nil, err
+	}
 	env := make([]string, 0, len(os.Environ())+1)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, EnvWorker+"=") {

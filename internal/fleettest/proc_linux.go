@@ -12,3 +12,8 @@ import (
 func setDeathSignal(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// processRuns reports whether a process of that pid exists.
+func processRuns(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}
