@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,9 +70,10 @@ func buildWorker() (string, error) {
 		return "", fmt.Errorf("fleettest: build the worker: %w", err)
 	}
 	path := filepath.Join(dir, "fleetworker")
+	// go test runs with the go command on PATH; without it, say so.
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("fleettest: the worker is built with the go command, not found on PATH: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
