@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/stripe/stripe-go/v82"
 
-	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/examples/internal/exredis"
 	"github.com/throttlekit/throttle/examples/internal/exrun"
 	"github.com/throttlekit/throttle/providers"
 )
@@ -26,31 +23,19 @@ func runReal(ctx context.Context, cfg config, key string) error {
 	if !strings.HasPrefix(key, "sk_test_") && !strings.HasPrefix(key, "rk_test_") {
 		return errNotTestKey
 	}
-	store, err := exredis.Open(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rdb := store.Client()
-	defer func() { _ = rdb.Close() }()
-	// What Stripe saw is counted from the responses, under the Transport
-	// so that retries count too.
-	counted := &exrun.Counting{Base: http.DefaultTransport}
-	meter := &exrun.Meter{}
 	preset := providers.StripePreset(providers.StripeConfig{Test: true})
-	t, err := throttle.New(counted, slices.Concat(preset.Options(), store.Options(rdb, "example-stripe-real"),
-		[]throttle.Option{throttle.WithObserver(meter)})...)
+	throttled, err := exrun.OpenReal(cfg.RedisURL, "example-stripe-real", preset.Options()...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = t.Close() }()
-	sc := newClient(key, "", &http.Client{Transport: t})
-	if _, err := fmt.Fprintf(cfg.Out, "%d workers call api.stripe.com in test mode for %v (25 requests/s); store: %s.\n", cfg.Workers, cfg.Duration, store.Desc); err != nil {
+	defer throttled.Close()
+	sc := newClient(key, "", &http.Client{Transport: throttled.Transport})
+	if _, err := fmt.Fprintf(cfg.Out, "%d workers call api.stripe.com in test mode for %v (25 requests/s); store: %s.\n", cfg.Workers, cfg.Duration, throttled.StoreDesc); err != nil {
 		return err
 	}
 	s, err := exrun.Run(ctx, exrun.Phase{
 		Name: "api.stripe.com, throttled", Duration: cfg.Duration, Quota: 25, Workers: cfg.Workers,
-		Server: counted, Meter: meter, Out: cfg.Out, TTY: cfg.TTY,
+		Server: throttled.Counted, Meter: throttled.Meter, Out: cfg.Out, TTY: cfg.TTY,
 	}, func(ctx context.Context, w, n int) error {
 		var err error
 		if n%2 == 0 {
