@@ -82,7 +82,7 @@ func TestRealAgainstLocal(t *testing.T) {
 	defer srv.Close()
 	var out strings.Builder
 	rc := realConfig{AccountSID: accountSID, AuthToken: authToken, BaseURL: srv.URL, Workers: 2}
-	if err := runReal(context.Background(), config{Duration: 2 * time.Second, Out: &out}, rc); err != nil {
+	if err := runReal(context.Background(), config{Duration: 2 * time.Second, Headroom: defaultHeadroom, Out: &out}, rc); err != nil {
 		t.Fatalf("runReal: %v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/twilio/twilio-go"
 	"github.com/twilio/twilio-go/client"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/examples/internal/exredis"
 	"github.com/throttlekit/throttle/examples/internal/exrun"
 	"github.com/throttlekit/throttle/providers"
 )
@@ -52,27 +50,19 @@ func runReal(ctx context.Context, cfg config, rc realConfig) error {
 		rc.BaseURL = twilioAPI
 	}
 	rc.Workers = max(rc.Workers, 1)
-	store, err := exredis.Open(cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rdb := store.Client()
-	defer func() { _ = rdb.Close() }()
-	// What Twilio saw is counted from the responses, under the Transport.
-	counted := &exrun.Counting{Base: http.DefaultTransport}
-	meter := &exrun.Meter{}
 	host := strings.TrimPrefix(strings.TrimPrefix(rc.BaseURL, "https://"), "http://")
 	preset := providers.TwilioPreset(providers.TwilioConfig{Host: host})
-	t, err := throttle.New(counted, slices.Concat(preset.Options(), store.Options(rdb, "example-twilio-real"),
-		[]throttle.Option{throttle.WithObserver(meter)})...)
+	// The example's headroom, for the reason defaultHeadroom gives: a
+	// long code's messages are 1/(1-h) s apart, and Twilio counts 1 in
+	// any second.
+	throttled, err := exrun.OpenReal(cfg.RedisURL, "example-twilio-real", append(preset.Options(), throttle.WithHeadroom(cfg.Headroom))...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = t.Close() }()
+	defer throttled.Close()
 	phaseCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	hc := &http.Client{Transport: &senderTransport{Ctx: phaseCtx, From: magicFrom, Base: t}}
+	hc := &http.Client{Transport: &senderTransport{Ctx: phaseCtx, From: magicFrom, Base: throttled.Transport}}
 	c := &client.Client{Credentials: client.NewCredentials(rc.AccountSID, rc.AuthToken), HTTPClient: hc}
 	c.SetAccountSid(rc.AccountSID)
 	var base client.BaseClient = c
@@ -81,12 +71,12 @@ func runReal(ctx context.Context, cfg config, rc realConfig) error {
 	}
 	rest := twilio.NewRestClientWithParams(twilio.ClientParams{Client: base})
 	if _, err := fmt.Fprintf(cfg.Out, "%d workers send test messages from Twilio's magic number through %s for %v (1 message/s, a long code's rate); store: %s.\n",
-		rc.Workers, host, cfg.Duration, store.Desc); err != nil {
+		rc.Workers, host, cfg.Duration, throttled.StoreDesc); err != nil {
 		return err
 	}
 	s, err := exrun.Run(phaseCtx, exrun.Phase{
 		Name: host + ", throttled", Duration: cfg.Duration, Quota: 1, Workers: rc.Workers,
-		Server: counted, Meter: meter, Out: cfg.Out, TTY: cfg.TTY,
+		Server: throttled.Counted, Meter: throttled.Meter, Out: cfg.Out, TTY: cfg.TTY,
 	}, func(_ context.Context, w, n int) error {
 		return sendTo(rest, magicFrom, magicTo, w, n)
 	})
