@@ -66,7 +66,10 @@ func randomTrace(seed uint64, n int, pool []int) []traceStep {
 			st.op = "limit"
 			st.buckets = pick(rng, pool)[:1]
 			rates := []float64{0, 2, 4, 5, 8, 10, 20}
-			st.cap = store.Cap{Rate: rates[rng.IntN(len(rates))], Span: time.Duration(1+rng.IntN(3)) * time.Second}
+			// A debt is a high-water mark of the count: some steps
+			// repeat or lower it, which must push nothing.
+			debts := []float64{0, 0, 1.5, 3, 3}
+			st.cap = store.Cap{Rate: rates[rng.IntN(len(rates))], Span: time.Duration(1+rng.IntN(3)) * time.Second, Debt: debts[rng.IntN(len(debts))]}
 		default:
 			st.op = "reserve"
 			st.buckets = pick(rng, pool)

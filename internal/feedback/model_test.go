@@ -111,6 +111,52 @@ func TestQuotaViewUncounted(t *testing.T) {
 	}
 }
 
+// TestQuotaViewFirstWindowDebt: in the count's first window nothing the
+// fleet sent has left the server's window, so what it sent beyond the
+// cap's pace is a debt, to be paid once; a fleet alone, or one past its
+// first window, owes none.
+func TestQuotaViewFirstWindowDebt(t *testing.T) {
+	ms := int64(time.Millisecond)
+	b := quotaBucket()
+	for _, tc := range []struct {
+		name      string
+		from      int64   // the count began this long before the reading
+		own       float64 // units a second the fleet sent
+		remaining int64
+		wantRate  float64
+		wantDebt  float64
+	}{
+		// 250 ms at 98/s: own 25 (the ledger counts whole units); an
+		// outside consumer spent 7, so R = 68. Others beyond the
+		// reserve of 3 count at a window's worth: 3 + 4·4 = 19, the room
+		// 78 a window, and 25 − 78·0.25 = 5.5 were sent beyond it.
+		{name: "shared, first window", from: 250 * ms, own: 98, remaining: 68, wantRate: 78, wantDebt: 5.5},
+		// Alone: R = 75 leaves the rule, and a rule owes nothing.
+		{name: "alone, first window", from: 250 * ms, own: 98, remaining: 75, wantRate: 0, wantDebt: 0},
+		// A full window: own 68, others 30, the room 67 a window;
+		// nothing of the start is left in it.
+		{name: "shared, a later window", from: 3000 * ms, own: 68, remaining: 2, wantRate: 67, wantDebt: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := 30 * int64(time.Second)
+			vw := &quotaView{}
+			fill(vw, &b, 1, now-tc.from, now, tc.own)
+			spec, _, ok := vw.decide(&b, now, true, header.Signal{Quotas: []header.Quota{xrl(100, tc.remaining, time.Second)}}, now)
+			if !ok {
+				t.Fatal("decide said nothing")
+			}
+			if math.Abs(spec.Rate-tc.wantRate) > 1 || math.Abs(spec.Debt-tc.wantDebt) > 0.5 {
+				t.Errorf("cap %.2f/s, debt %.2f; want %.2f/s, %.2f", spec.Rate, spec.Debt, tc.wantRate, tc.wantDebt)
+			}
+		})
+	}
+	// A debt is never more than the rest of the window can pay: past its
+	// end, what the fleet sent early has left the server's window.
+	if d := firstWindowDebt(90, int64(900*time.Millisecond), time.Second, 8); d != 0.8 {
+		t.Errorf("debt %.3f, want the 0.8 that 100 ms at 8/s pays", d)
+	}
+}
+
 // TestQuotaViewFixedWindow: a reset that stays put for longer than its
 // rounding can explain makes the window fixed; what remains is then spread
 // until the reset, and a success reporting none left pauses until it.

@@ -53,6 +53,7 @@ type rateCap struct {
 	t0    int64
 	slope float64
 	until int64
+	paid  float64 // the count's debt paid so far (store.Cap.Debt)
 }
 
 // intervalAt returns the emission interval in force at now for a bucket

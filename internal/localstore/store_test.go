@@ -239,3 +239,45 @@ func TestLocalStoreSweep(t *testing.T) {
 		}
 	})
 }
+
+func TestLocalStoreDebt(t *testing.T) {
+	ctx := context.Background()
+	ms := time.Millisecond
+	b := store.Bucket{Key: "k", Rule: "r", Interval: 10 * ms, Burst: 1, Cost: 1}
+	s, c := newTestStore()
+	limit := func(debt float64) {
+		t.Helper()
+		if err := s.Limit(ctx, b, store.Cap{Rate: 50, Span: time.Second, Debt: debt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func() time.Duration {
+		t.Helper()
+		r := mustReserve(t, s, []store.Bucket{b}, time.Hour)
+		return r.Wait
+	}
+	// An empty bucket capped at 50/s with a debt of 2: its next slot
+	// comes two capped intervals (20 ms each) later.
+	limit(2)
+	if got := wait(); got != 40*ms {
+		t.Fatalf("first slot after a debt of 2 waits %v, want 40ms", got)
+	}
+	// The same debt again, or a lower one, is paid: nothing moves.
+	before := s.TAT("k")
+	limit(2)
+	limit(1)
+	if s.TAT("k") != before {
+		t.Fatalf("a debt paid moved the TAT from %d to %d", before, s.TAT("k"))
+	}
+	// A higher one pays only what it adds.
+	limit(3)
+	if got := s.TAT("k") - before; got != int64(20*ms) {
+		t.Fatalf("a debt of 3 after 2 pushed the TAT %v, want 20ms", time.Duration(got))
+	}
+	// A count that lapsed starts its debt afresh.
+	c.Advance(2 * time.Second)
+	limit(1)
+	if got := wait(); got != 20*ms {
+		t.Fatalf("after the count lapsed, a debt of 1 waits %v, want 20ms", got)
+	}
+}

@@ -15,29 +15,37 @@
 -- effect only after the queue, which fills the server's window meanwhile.
 -- A cap that speeds the bucket up does not compress: the other replicas'
 -- waiters keep their later slots, and new bookings slipped in before them
--- would be a burst (localstore's Store.Limit is the same). A window bucket
--- keeps its cap and count in its envelope (window.lua), where the cap is a
--- GCRA constraint of its own, and is not stretched.
+-- would be a burst (localstore's Store.Limit is the same). A debt (what
+-- the fleet sent beyond the cap's pace since the count began, units of
+-- cost; see store.Cap.Debt) is a high-water mark of the count: the part of
+-- it that no cap of this count has paid yet pushes the TAT (from the later
+-- of itself, now and the hold) that many capped intervals later, so that
+-- the replicas reading the same count pay it once. A window bucket keeps
+-- its cap and count in its envelope (window.lua), where the cap is a GCRA
+-- constraint of its own, and is neither stretched nor pushed.
 --
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[6i-4] … ARGV[6i+1]   bucket i's rate0 (units per second, ≥ 0),
+-- ARGV[7i-5] … ARGV[7i+1]   bucket i's rate0 (units per second, ≥ 0),
 --           slope (units per second per second, ≥ 0), span (µs, ≥ 1),
---           algorithm code, window in µs (0 for a leaky or token bucket)
---           and rule interval in µs (≥ 1).
+--           algorithm code, window in µs (0 for a leaky or token bucket),
+--           rule interval in µs (≥ 1) and debt (units of cost, ≥ 0).
 --
 -- Reply: the number of buckets written.
 
 local now = now_us(ARGV[1])
 local W = windowLib()
 for i = 1, #KEYS do
-  local j = 6 * i - 4
-  local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2])}
+  local j = 7 * i - 5
+  local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2]), 0}
   if (tonumber(ARGV[j + 3]) or 0) < 2 then
     local tat, old, _, hold, n = load(KEYS[i], now)
     if n < 1 then
       n = 1
+    end
+    if old then
+      a[5] = old[5] or 0
     end
     local iv = tonumber(ARGV[j + 5])
     local from = now
@@ -49,6 +57,11 @@ for i = 1, #KEYS do
       if will > was then
         tat = from + math.ceil((tat - from) * will / was)
       end
+    end
+    local debt = tonumber(ARGV[j + 6]) or 0
+    if debt > a[5] then
+      tat = math.max(tat, from) + math.ceil((debt - a[5]) * interval(iv, a, now))
+      a[5] = debt
     end
     save(KEYS[i], tat, a, now, hold, n)
   else

@@ -60,10 +60,19 @@ type Store interface {
 // Cap is a cap for Store.Limit: rate units of cost per second from the
 // store's now (0: no cap, count only), climbing by slope per second, for
 // span.
+//
+// Debt is what the fleet has sent beyond the cap's pace since the store
+// began counting, in units of cost (internal/feedback: the first window of
+// a quota shared with others). It is a high-water mark of the count: the
+// store pushes a leaky or token bucket's next slot later by the part of it
+// that no Limit since the count began has paid, at the capped interval, so
+// that replicas that read the same count pay it once. A window bucket
+// ignores it.
 type Cap struct {
 	Rate  float64
 	Slope float64
 	Span  time.Duration
+	Debt  float64
 }
 
 // Algorithm is how a bucket decides (see the root's algorithm.go and
