@@ -153,8 +153,7 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
 	was := s.intervalLocked(b, now)
-	a := rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: paid}
-	s.caps[b.Key] = a
+	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: max(paid, c.Debt)}
 	if b.Algorithm.Windowed() {
 		return nil
 	}
@@ -170,23 +169,15 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 		}
 	}
 	if c.Debt > paid {
-		s.payLocked(b, now, c.Debt)
+		// The part of the debt this count has not paid pushes the next
+		// slot, at the capped interval, from the later of the TAT, now
+		// and the pause's end (store.Cap.Debt). In µs, rounded up, as
+		// limit.lua's push is: the stores decide alike.
+		ivMicros := math.Ceil(float64(s.intervalLocked(b, now)) / 1e3)
+		push := math.Ceil((c.Debt-paid)*ivMicros) * 1e3
+		s.tats[b.Key] = store.SatAdd(max(s.tats[b.Key], from), int64(push))
 	}
 	return nil
-}
-
-// payLocked pushes b's TAT later by the part of debt its count has not
-// paid, at the capped interval, from the later of the TAT, now and the
-// pause's end: see store.Cap.Debt and limit.lua. s.mu must be held.
-func (s *Store) payLocked(b store.Bucket, now int64, debt float64) {
-	a := s.caps[b.Key]
-	from := max(s.tats[b.Key], now, s.holds[b.Key])
-	// In µs, rounded up, as limit.lua's push is: the stores decide alike.
-	ivMicros := math.Ceil(float64(s.intervalLocked(b, now)) / 1e3)
-	push := math.Ceil((debt-a.paid)*ivMicros) * 1e3
-	s.tats[b.Key] = store.SatAdd(from, int64(push))
-	a.paid = debt
-	s.caps[b.Key] = a
 }
 
 // Held is always 0: in one process, listen holds the waiters itself.
