@@ -18,6 +18,13 @@ import (
 // the fleetworker command, built without the race detector (workerCommand).
 const EnvRaceWorkers = "THROTTLE_FLEET_RACE_WORKERS"
 
+// EnvWorkerLog, set to a directory, makes every worker log the Transport's
+// events at Info and above (pauses, caps, retries, mode changes,
+// rejections; throttle.WithLogger) to worker-<id>.log in it: the order of
+// a run's events, which its summary does not keep. Each run overwrites
+// the files of the last.
+const EnvWorkerLog = "THROTTLE_FLEET_WORKER_LOG"
+
 // workerPackage is the command that runs a worker (fleetworker/main.go).
 const workerPackage = "github.com/throttlekit/throttle/internal/fleettest/fleetworker"
 

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -83,6 +85,14 @@ func RunWorker(cfgJSON string, extra OptionsFunc, in io.Reader, out io.Writer) e
 		return err
 	}
 	tally := newTally(cfg.ID, cfg.RecordDepartures)
+	if dir := os.Getenv(EnvWorkerLog); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%d.log", cfg.ID)))
+		if err != nil {
+			return fmt.Errorf("worker log: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		opts = append(opts, throttle.WithLogger(slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	}
 	// First, so that an OptionsFunc's own WithOnModeChange (faulttest's)
 	// takes its place.
 	opts = append([]throttle.Option{throttle.WithOnModeChange(tally.modeChanged)}, opts...)
