@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,6 +420,34 @@ func TestFallbackGraceAfterReturn(t *testing.T) {
 		}
 		if n, _ := h.f.local.len(); n != 0 {
 			t.Fatalf("%d local limiters after the grace period, want 0", n)
+		}
+	})
+	t.Run("an untrusted count after the return keeps the outage's share", func(t *testing.T) {
+		// After a restart, or an outage longer than the heartbeat's TTL,
+		// the replicas beat again one by one and the count is untrusted
+		// (0) until a second beat: the grace period keeps the quarter of
+		// the outage, not the assumed fleet's tenth.
+		var live atomic.Int64
+		live.Store(4)
+		h := newFBHarness(t, defaultOutageSettings(), live.Load)
+		b := fbBucket("a")
+		h.primary.set(true)
+		h.departures(t, b, time.Second)
+		h.returnNow()
+		live.Store(0)
+		n := h.departures(t, b, returnGrace)
+		if want := 25 * int(returnGrace/time.Second); n < want-2 || n > want+2 {
+			t.Fatalf("%d departures in the %v grace period, want about %d (the outage's share, 25/s)", n, returnGrace, want)
+		}
+		// A trusted count that gives a smaller share holds: the fleet grew.
+		h2 := newFBHarness(t, defaultOutageSettings(), live.Load)
+		live.Store(4)
+		h2.primary.set(true)
+		h2.departures(t, b, time.Second)
+		h2.returnNow()
+		live.Store(5)
+		if n := h2.departures(t, b, returnGrace); n > 20*int(returnGrace/time.Second)+2 {
+			t.Fatalf("%d departures in the %v grace period with a fleet of 5, want ≤ %d (20/s)", n, returnGrace, 20*int(returnGrace/time.Second)+2)
 		}
 	})
 	t.Run("the local slot's wait sets the departure and goes back with a refund", func(t *testing.T) {
