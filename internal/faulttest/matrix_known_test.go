@@ -24,7 +24,7 @@ const (
 	whyWindow = "at 20/s with 4 or 8 replicas the outage's local buckets (5 or 2.5/s each, burst floored at 1, not 0) burst 4 or 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
 	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
 	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
-	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart or an outage spent locally is a fraction of it, so the cap falls far below the rule and climbs back by 0.2 %/s; the grace period's double booking costs use on its own (150–190/s of 196 at 200/s)"
+	whyAfter  = "after the return the fleet does not get back to its rule: at 20/s the return's overshoot (see return) is rejected, and each bare 429 pauses the fleet 50–250 ms, a whole slot or more at 20/s; at 200/s with 8 replicas after a stall, the 2 s grace period holds each replica to its share of the outage, which the replicas do not spend evenly (0.942 in one run with 271 ms of machine stalls, cause not instrumented)"
 )
 
 // knownFailures are the matrix's known failures, in one place.
@@ -54,9 +54,11 @@ var knownFailures = []knownFailure{
 	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.165–0.167 at 200/s, 0.130–0.131 at 1000/s", whyShare},
 	{"1x32_1000rps_", gateUseOutage, "0.951–0.98 (limit 0.95): passed, at the limit in a run with 439 ms of machine stalls", whyLowUse},
 
-	{"4x8_", gateUseAfter, "0.40–0.95 (0.72–0.95 at 20/s, 0.40–0.88 at 200/s, 0.73–0.89 at 1000/s)", whyAfter},
-	{"8x16_", gateUseAfter, "0.54–0.95 (0.63–0.92 at 200/s, the issue's case; 0.54–0.94 at 1000/s)", whyAfter},
-	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.56–0.64 at 200/s)", whyAfter},
+	{"4x8_20rps_", gateUseAfter, "0.72–0.95 (0.92–0.94 since the grace period keeps the outage's share and a bare 429 reads the uncounted part of its window)", whyAfter},
+	{"8x16_20rps_", gateUseAfter, "0.92–0.97", whyAfter},
+	{"8x16_200rps_b1_stall", gateUseAfter, "0.63–0.92; 0.942 since the grace period keeps the outage's share (stalls 271 ms)", whyAfter},
+	// The grace period after the return keeps the outage's share too.
+	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.46–0.64 at 200/s and 1000/s)", whyShare},
 }
 
 // knownFailureOf returns the entry listing gate of cell name, or nil.
