@@ -57,7 +57,10 @@ func (s *Server) StartOutside(t testing.TB, perSecond float64) (stop func()) {
 }
 
 func (s *Server) sendOutside(ctx context.Context, client *http.Client) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/outside", nil)
+	// Not cancelled by stop: a request cancelled on the wire may still
+	// reach the server after stop returned, and be recorded then (seen in
+	// TestOutsideConsumer under load). stop waits for the one in flight.
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, s.URL+"/outside", nil)
 	if err != nil {
 		return // cannot happen with a valid URL; the server records nothing
 	}
