@@ -24,7 +24,7 @@ const (
 	whyWindow = "at 20/s with 4 or 8 replicas the outage's local buckets (5 or 2.5/s each, burst floored at 1, not 0) burst 4 or 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
 	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
 	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use)"
-	whyAfter  = "after the return the fleet does not get back to its rule: at 20/s the return's overshoot (see return) is rejected, and each bare 429 pauses the fleet 50–250 ms, a whole slot or more at 20/s; at 200/s with 8 replicas after a stall, the 2 s grace period holds each replica to its share of the outage, which the replicas do not spend evenly (0.942 in one run with 271 ms of machine stalls, cause not instrumented)"
+	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart counts only from its first rejection, so 32 units over a count of 240 ms capped 8 × 16 at 28/s, climbing back by 0.2 %/s (a fix, taking the window's uncounted part at the rule's pace, was built and reverted on 2026-12-02: steady feedback cells fell with it); at 20/s the return's overshoot and its pauses"
 )
 
 // knownFailures are the matrix's known failures, in one place.
@@ -54,9 +54,8 @@ var knownFailures = []knownFailure{
 	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.165–0.167 at 200/s, 0.130–0.131 at 1000/s", whyShare},
 	{"1x32_1000rps_", gateUseOutage, "0.951–0.98 (limit 0.95): passed, at the limit in a run with 439 ms of machine stalls", whyLowUse},
 
-	{"4x8_20rps_", gateUseAfter, "0.72–0.95 (0.92–0.94 since the grace period keeps the outage's share and a bare 429 reads the uncounted part of its window)", whyAfter},
-	{"8x16_20rps_", gateUseAfter, "0.92–0.97", whyAfter},
-	{"8x16_200rps_b1_stall", gateUseAfter, "0.63–0.92; 0.942–0.965 since the grace period keeps the outage's share (0.942 in the matrix with 271 ms of stalls, 0.956–0.965 in three runs of the cell alone)", whyAfter},
+	{"4x8_", gateUseAfter, "0.40–0.95 before 2026-12-02; with the grace period's share fixed 0.95–0.98 at 200/s and 1000/s in the runs that met no rejection after the return", whyAfter},
+	{"8x16_", gateUseAfter, "0.54–0.95 before 2026-12-02; with the grace period's share fixed, a run of 8x16 at 200/s killed fell to 0.62 after a 429 at the grace period's end read as a 28/s cap", whyAfter},
 	// The grace period after the return keeps the outage's share too.
 	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.46–0.64 at 200/s and 1000/s)", whyShare},
 }

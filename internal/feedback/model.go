@@ -60,10 +60,9 @@ import (
 // A rejection reports R = 0 by itself. With no quota report at all (a bare
 // 429 with or without Retry-After) the server's L and W are unknown: the
 // rule's period stands for W, the room is what the fleet sent in it less
-// the rule's headroom (the part of the window before the count began taken
-// at the rule's pace, see uncounted), and since such a server says nothing
-// more until it rejects again, the cap climbs back to the rule by
-// headroom·rule per climbWindows windows. A rejection met while the fleet sent less than
+// the rule's headroom, and since such a server says nothing more until it
+// rejects again, the cap climbs back to the rule by headroom·rule per
+// climbWindows windows. A rejection met while the fleet sent less than
 // half its rule in the window is a refusal, not a full window (the server
 // paused, or the fleet had just been paused): it pauses the fleet and caps
 // nothing.
@@ -388,11 +387,6 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 	if !ok || refusal(own, time.Duration(covered), ruleRate) {
 		return store.Cap{}, false, false
 	}
-	// The part of the window before the count began holds what the fleet
-	// sent there, which no count has: taken at the rule's pace, the most
-	// the fleet can have sent, so that a count begun late reads a full
-	// window as one, not as the few units it has seen.
-	own += ruleRate * float64(vw.uncounted(int64(w), covered, depart)) / 1e9
 	rate := max((own-b.Headroom*float64(b.Rate))/w.Seconds(), minUnitsPerWindow/w.Seconds())
 	if rate >= ruleRate {
 		return countOnly, false, true
@@ -403,23 +397,6 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 	}
 	span := time.Duration((ruleRate - rate) / slope * 1e9)
 	return store.Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
-}
-
-// uncounted returns the part of the window w before depart that lies
-// before the count began (the count covers the last covered of it) and
-// after this process began sending in the bucket (vw.born): requests sent
-// there are in the server's window, but a count begins with the reports
-// that follow its start (a rejection's, for a server that sends no quota:
-// after a Redis restart, or a count that lapsed, the count holds only what
-// came after it). Measured without it (faulttest, 8 × 16 at 200/s, Redis
-// killed and restarted): a bare 429 at the end of the return's grace
-// period read 32 units over a count of 240 ms as the window's whole room
-// and capped the fleet at 28/s, which then climbed by 0.2 %/s.
-func (vw *quotaView) uncounted(w, covered, depart int64) int64 {
-	if covered >= w {
-		return 0
-	}
-	return max(min(w-covered, depart-covered-vw.born), 0)
 }
 
 // firstWindowDebt returns what a fleet that sent own over the first covered

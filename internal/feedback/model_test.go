@@ -111,49 +111,6 @@ func TestQuotaViewUncounted(t *testing.T) {
 	}
 }
 
-// TestQuotaViewBareRejectionCountBegunLate: a bare rejection read over a
-// count that began within the window, after this process had begun
-// sending (a Redis restart, a count that lapsed, a server whose count
-// begins at its first rejection), takes the window's uncounted part at the
-// rule's pace; a count that began with the sending has seen it all.
-func TestQuotaViewBareRejectionCountBegunLate(t *testing.T) {
-	ms := int64(time.Millisecond)
-	b := quotaBucket()
-	ruleRate := 1e9 / float64(b.Interval)
-	now := 30 * int64(time.Second)
-	bare := header.Signal{Limited: true}
-	for _, tc := range []struct {
-		name string
-		born int64 // the view's first departure, before the reading
-		want float64
-	}{
-		// 250 ms counted at 80/s (own 20), 750 ms before it at the rule:
-		// 20 + 0.75·102 − the headroom's 2 (the old reading: 18/s).
-		{name: "count begun after a long run", born: 10000 * ms, want: 20 + 0.75*ruleRate - 2},
-		// The count began with the sending: the window holds the 20.
-		{name: "count begun with the sending", born: 250 * ms, want: 18},
-		{name: "sending begun 100 ms before the count", born: 350 * ms, want: 20 + 0.1*ruleRate - 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			vw := &quotaView{born: now - tc.born}
-			fill(vw, &b, 1, now-250*ms, now, 80)
-			spec, force, ok := vw.decide(&b, now, true, bare, now)
-			if !ok || !force {
-				t.Fatalf("decide = %+v, %v, %v; want a cap", spec, force, ok)
-			}
-			if math.Abs(spec.Rate-tc.want) > 1 {
-				t.Errorf("cap %.2f/s, want %.2f/s", spec.Rate, tc.want)
-			}
-		})
-	}
-	// A full window of count needs nothing added.
-	vw := &quotaView{born: now - 10*int64(time.Second)}
-	fill(vw, &b, 1, now-3000*ms, now, 80)
-	if spec, _, ok := vw.decide(&b, now, true, bare, now); !ok || math.Abs(spec.Rate-78) > 1 {
-		t.Errorf("a full window: %+v, %v; want 78/s", spec, ok)
-	}
-}
-
 // TestQuotaViewFirstWindowDebt: in the count's first window nothing the
 // fleet sent has left the server's window, so what it sent beyond the
 // cap's pace is a debt, to be paid once; a fleet alone, or one past its

@@ -37,9 +37,6 @@ type Views struct {
 // quotaView is what this process knows of one bucket's quota at the server.
 type quotaView struct {
 	ledger ledger
-	// born is when the view was made (Unix ns): this process's first
-	// departure in the bucket, or its first answer (see uncounted).
-	born int64
 	// resetAt is the quota's reset as first seen (Unix ns), since when,
 	// and whether it stayed put long enough to call the window fixed.
 	resetAt, resetSince int64
@@ -116,7 +113,7 @@ func (v *Views) viewLocked(key string, now int64) *quotaView {
 	vw := v.views[key]
 	if vw == nil {
 		v.sweepLocked(now)
-		vw = &quotaView{born: now}
+		vw = &quotaView{}
 		v.views[key] = vw
 		v.index.Store(key, vw)
 		v.len.Add(1)
