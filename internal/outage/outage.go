@@ -76,13 +76,23 @@ func (f *Store) shareNow() float64 {
 	if f.share > 0 {
 		return f.share
 	}
-	n := f.assumed
-	if f.fleet != nil {
-		if live := f.fleet(); live > 0 {
-			n = live
-		}
+	if s, ok := f.countedShare(); ok {
+		return s
 	}
-	return 1 / float64(max(n, 1))
+	return 1 / float64(max(f.assumed, 1))
+}
+
+// countedShare returns 1 / the live replicas, and false while the
+// heartbeat has no count it trusts (f.fleet returns 0).
+func (f *Store) countedShare() (float64, bool) {
+	if f.fleet == nil {
+		return 0, false
+	}
+	live := f.fleet()
+	if live <= 0 {
+		return 0, false
+	}
+	return 1 / float64(live), true
 }
 
 func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
@@ -232,10 +242,8 @@ func (f *Store) graceShare() float64 {
 	if out <= 0 || f.share > 0 {
 		return f.shareNow()
 	}
-	if f.fleet != nil {
-		if live := f.fleet(); live > 0 && 1/float64(live) < out {
-			return 1 / float64(live)
-		}
+	if s, ok := f.countedShare(); ok && s < out {
+		return s
 	}
 	return out
 }
