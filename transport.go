@@ -408,7 +408,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		r.Wait += windowGuard(&bs[r.Limiter])
 	}
 	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts}
-	t.views.Booked(bs, &r, now.UnixNano())
+	t.views.Booked(bs, &r, sent.UnixNano(), now.UnixNano())
 	// departed is when the request leaves: now, unless it waited.
 	departed := now
 	if r.Wait > 0 {

@@ -3,9 +3,11 @@ package feedback
 import "math"
 
 // ledger is a ring of (time, count) samples of one bucket, spaced so that
-// ledgerSize of them span two of the rule's periods.
+// ledgerSize of them span two of the rule's periods. Each sample keeps how
+// long its store call took (u, ns): the count is of some instant within
+// it, which the sample's time cannot tell.
 type ledger struct {
-	t, n      [ledgerSize]int64
+	t, n, u   [ledgerSize]int64
 	head, len int
 	// restarted is set once the store has counted afresh after a count
 	// that lapsed (its cap's span ran out while nothing renewed it, as in a
@@ -14,10 +16,11 @@ type ledger struct {
 	restarted bool
 }
 
-// add records that the bucket's count was n at t, unless the last sample
-// is closer than spacing. A count lower than
-// the last one means the store started counting afresh: the ledger does.
-func (l *ledger) add(t, n, spacing int64) {
+// add records that the bucket's count was n at t, as read by a store call
+// that took u, unless the last sample is closer than spacing. A count
+// lower than the last one means the store started counting afresh: the
+// ledger does.
+func (l *ledger) add(t, n, spacing, u int64) {
 	if l.len > 0 {
 		last := (l.head + l.len - 1) % ledgerSize
 		switch {
@@ -34,7 +37,7 @@ func (l *ledger) add(t, n, spacing int64) {
 	} else {
 		l.len++
 	}
-	l.t[i], l.n[i] = t, n
+	l.t[i], l.n[i], l.u[i] = t, n, max(u, 0)
 }
 
 // window returns the units sent in the w before t, and the span of it the
@@ -85,6 +88,55 @@ func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
 		own += own * float64(t-end) / float64(covered)
 	}
 	return own, max(covered, 1) + t - end, true
+}
+
+// slack returns how many units more than window counts (own, over the
+// span covered) the fleet may have sent in the w before t, by what the
+// samples cannot tell. The count is known at the samples only: at the
+// window's start it lies anywhere between the samples around it, and
+// window draws a straight line there, while a fleet whose replicas book
+// in turns reports in bursts (8 × 16 at 200/s: each replica books its 16
+// waiters 5 ms apart, then nothing for 560 ms, so that a start fell
+// across a gap of 451 ms and drew the count 2.7 units above what the
+// other replicas' samples showed, a cap of 191/s for a fleet alone at its
+// quota of 200). And the newest sample's count is of some instant within
+// its store call: what the fleet sent meanwhile may be missing from it (a
+// call that a loaded machine stalls for half a second misses a hundred).
+// A count that began within the window has no start to doubt.
+func (l *ledger) slack(w, t int64, own float64, covered int64) float64 {
+	if l.len == 0 || covered <= 0 {
+		return 0
+	}
+	var s float64
+	for k := l.len - 1; k >= 0; k-- {
+		i := (l.head + k) % ledgerSize
+		if l.t[i] > t {
+			continue
+		}
+		// Its count is of as early as u before its time: own was sent
+		// over covered − u, at own/(covered − u).
+		if l.u[i] >= covered {
+			return math.Inf(1)
+		}
+		s = own * float64(l.u[i]) / float64(covered-l.u[i])
+		break
+	}
+	start := t - w
+	if start < l.t[l.head] {
+		return s
+	}
+	lo := l.n[l.head]
+	for k := 1; k < l.len; k++ {
+		i := (l.head + k) % ledgerSize
+		if l.t[i] > start {
+			break
+		}
+		lo = l.n[i]
+	}
+	if mid, ok := l.at(start); ok {
+		s += max(mid-float64(lo), 0)
+	}
+	return s
 }
 
 // minCoveredShare: a reading needs the count to cover at least this share

@@ -313,6 +313,7 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 		}
 		reserve := b.Headroom*float64(q.Limit) + 1
 		var c store.Cap
+		slack := 0.0
 		if vw.fixed && q.HasReset && q.Reset > 0 {
 			// What remains until the reset, less what the fleet has
 			// sent since this request (as far as this process knows).
@@ -333,6 +334,10 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			if !ok || covered < int64(w)/minCoveredShare || (sig.Limited && refusal(own, time.Duration(covered), ruleRate)) {
 				continue
 			}
+			// What the reading cannot tell: the ledger's (see slack), and
+			// what the fleet sent while this request was on its way, which
+			// the server may have counted before it.
+			slack = vw.ledger.slack(int64(w), depart, own, covered) + own*float64(max(now-depart, 0))/float64(covered)
 			if vw.ledger.restarted && covered < int64(w) && !sig.Limited {
 				// A count begun afresh after one lapsed misses what the
 				// fleet sent between the two, which the server's window
@@ -359,11 +364,17 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			}
 		}
 		c.Rate = max(c.Rate, minUnitsPerWindow/w.Seconds())
-		if c.Rate*w.Seconds()+deadBand >= ruleRate*w.Seconds()-1e-3 {
+		switch room := c.Rate * w.Seconds(); {
+		case room+deadBand >= ruleRate*w.Seconds()-1e-3:
 			// Within the dead band of the rule: the reserve's extra unit
 			// is for a quota shared with others; alone, the rule is it.
 			c.Rate = ruleRate
-		} else if firstCovered > 0 {
+		case room+slack+deadBand >= ruleRate*w.Seconds()-1e-3:
+			// Within what the reading cannot tell of the rule: it proves
+			// neither a cut nor the rule, and says nothing (a cap in
+			// force stays, and lapses unless a reading renews it).
+			continue
+		case firstCovered > 0:
 			c.Debt = firstWindowDebt(firstOwn, firstCovered, w, c.Rate)
 		}
 		if !bestOK || c.Rate < best.Rate {

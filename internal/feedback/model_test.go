@@ -25,7 +25,7 @@ func quotaBucket() store.Bucket {
 func fill(vw *quotaView, b *store.Bucket, start int64, from, to int64, perSecond float64) {
 	spacing := int64(vw.span(b)) / ledgerSamplesPerW
 	for t := from; t <= to; t += int64(10 * time.Millisecond) {
-		vw.ledger.add(t, start+int64(math.Round(perSecond*float64(t-from)/1e9)), spacing)
+		vw.ledger.add(t, start+int64(math.Round(perSecond*float64(t-from)/1e9)), spacing, 0)
 	}
 }
 
@@ -262,7 +262,7 @@ func TestLedger(t *testing.T) {
 		t.Error("empty ledger answered")
 	}
 	for i := int64(0); i <= 60; i++ {
-		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms) // 100 units a second from count 50
+		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms, 0) // 100 units a second from count 50
 	}
 	if n, ok := l.at(1500 * ms); !ok || n != 100 {
 		t.Errorf("at 1.5s = %v, %v; want 100", n, ok)
@@ -287,15 +287,15 @@ func TestLedger(t *testing.T) {
 	}
 	// The ring keeps the newest ledgerSize samples.
 	for i := int64(61); i <= 70; i++ {
-		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms)
+		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms, 0)
 	}
 	if l.len != ledgerSize {
 		t.Errorf("len = %d", l.len)
 	}
 	// A lower count starts afresh, and a ledger that saw its count begin
 	// counts nothing before it.
-	l.add(5000*ms, 1, 10*ms)
-	l.add(5100*ms, 11, 10*ms)
+	l.add(5000*ms, 1, 10*ms, 0)
+	l.add(5100*ms, 11, 10*ms, 0)
 	if l.len != 2 {
 		t.Errorf("after a restart len = %d", l.len)
 	}
@@ -303,7 +303,7 @@ func TestLedger(t *testing.T) {
 		t.Errorf("window from the count's start = %v over %v, %v; want 10 over 100ms", n, time.Duration(c), ok)
 	}
 	// Samples closer than the spacing are dropped.
-	l.add(5105*ms, 12, 10*ms)
+	l.add(5105*ms, 12, 10*ms, 0)
 	if l.len != 2 {
 		t.Errorf("a sample within the spacing was kept")
 	}
@@ -345,5 +345,98 @@ func TestRulePeriodOfASlidingLog(t *testing.T) {
 	b.Algorithm = store.FixedWindow
 	if got := rulePeriod(&b); got != b.Period {
 		t.Errorf("a fixed window's rulePeriod = %v, want its Period %v", got, b.Period)
+	}
+}
+
+// TestQuotaViewDecideSlack: a reading whose room comes within what its
+// ledger cannot tell of the rule (a window's start across a gap in the
+// samples, a newest sample read by a slow store call) says nothing, as
+// the rules alone would; one whose room lies beyond it caps as before.
+func TestQuotaViewDecideSlack(t *testing.T) {
+	ms := int64(time.Millisecond)
+	b := quotaBucket()
+	now := 30000 * ms
+	// bursty gives vw the ledger of a replica that books in turns: samples
+	// every 40 ms (more than the spacing, so that each is kept) except over gap around the window's start, the fleet
+	// sending perSecond, and the newest sample read by a store call of u.
+	bursty := func(perSecond float64, gap, u int64) *quotaView {
+		vw := &quotaView{}
+		spacing := int64(vw.span(&b)) / ledgerSamplesPerW
+		count := func(t int64) int64 { return 1000 + int64(math.Round(perSecond*float64(t)/1e9)) }
+		start := now - 1000*ms
+		for t := now - 2000*ms; t <= now; t += 40 * ms {
+			switch {
+			case t > start-gap/2 && t < start+gap/2, t < now && t > now-u:
+				continue
+			case t == now:
+				// The call's count is of its start, u before its answer.
+				vw.ledger.add(t, count(t-u), spacing, u)
+			default:
+				vw.ledger.add(t, count(t), spacing, 0)
+			}
+		}
+		return vw
+	}
+	for _, tc := range []struct {
+		name      string
+		perSecond float64
+		remaining int64
+		gap, u    int64
+		want      float64 // the cap's rate; 0: the rule; −1: nothing
+	}{
+		{name: "no gap, alone: the rule", perSecond: 98, remaining: 2, want: 0},
+		{name: "no gap, alone, a reading two low: a cap", perSecond: 98, remaining: 0, want: 95},
+		{name: "a gap, alone, a reading two low: nothing", perSecond: 98, remaining: 0, gap: 400 * ms, want: -1},
+		{name: "a slow call hides a cut: nothing", perSecond: 98, remaining: 2, u: 300 * ms, want: -1},
+		{name: "a slow call beside an outside consumer: a cap", perSecond: 68, remaining: 2, u: 30 * ms, want: 67 - 2},
+		{name: "a gap beside an outside consumer: a cap", perSecond: 40, remaining: 2, gap: 400 * ms, want: 39},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vw := bursty(tc.perSecond, tc.gap, tc.u)
+			sig := header.Signal{Quotas: []header.Quota{xrl(100, tc.remaining, time.Second)}}
+			spec, _, ok := vw.decide(&b, now, true, sig, now)
+			switch {
+			case tc.want < 0:
+				if ok {
+					t.Fatalf("decide = %+v, want nothing", spec)
+				}
+			case !ok:
+				t.Fatal("decide said nothing")
+			case math.Abs(spec.Rate-tc.want) > 1.5:
+				t.Errorf("rate = %.2f, want %.2f", spec.Rate, tc.want)
+			}
+		})
+	}
+}
+
+// TestLedgerSlack: the window's start between two samples may lie
+// anywhere from the count before it, and the newest sample's count lacks
+// what was sent during its call.
+func TestLedgerSlack(t *testing.T) {
+	ms := int64(time.Millisecond)
+	var l ledger
+	for i := int64(0); i <= 60; i++ {
+		if i > 10 && i < 20 {
+			continue // a gap from 1.4 s to 1.8 s
+		}
+		l.add(1000*ms+i*40*ms, 50+4*i, 10*ms, 0)
+	}
+	own, covered, _ := l.window(1000*ms, 2600*ms)
+	// The start, 1.6 s, lies halfway across the gap: 20 units above the
+	// sample before it.
+	if s := l.slack(1000*ms, 2600*ms, own, covered); math.Abs(s-20) > 1e-9 {
+		t.Errorf("slack across a gap = %v, want 20", s)
+	}
+	if s := l.slack(1000*ms, 3400*ms, own, covered); s != 0 {
+		t.Errorf("slack at a sample = %v, want 0", s)
+	}
+	l.add(3440*ms, 50+4*61, 10*ms, 50*ms)
+	// Its count is of as early as 50 ms before: the 95 units it counts
+	// were sent over 950 ms, at 100/s.
+	if s := l.slack(1000*ms, 3440*ms, 95, 1000*ms); math.Abs(s-5) > 1e-9 {
+		t.Errorf("slack of a 50 ms call at 100/s = %v, want 5", s)
+	}
+	if s := l.slack(1000*ms, 3440*ms, 95, 40*ms); !math.IsInf(s, 1) {
+		t.Errorf("slack of a call longer than the count = %v, want +Inf", s)
 	}
 }

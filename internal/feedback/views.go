@@ -313,10 +313,10 @@ func (v *Views) reportLocked(b *store.Bucket, units, now int64) {
 	vw.addUnsent(units, -1, now)
 }
 
-// Booked records a reservation made at now: a counted bucket's count goes
-// into its ledger, and a pause the store reported (held) into every view
-// of bs.
-func (v *Views) Booked(bs []store.Bucket, r *store.Reservation, now int64) {
+// Booked records a reservation asked for at sent and answered at now: a
+// counted bucket's count goes into its ledger, and a pause the store
+// reported (held) into every view of bs.
+func (v *Views) Booked(bs []store.Bucket, r *store.Reservation, sent, now int64) {
 	if r.Held <= 0 && v.counted.Load() == 0 && !anyCounted(r) {
 		// Nothing counted, here or before, and no pause: nearly every
 		// reservation while no server reports a quota. No view changes.
@@ -338,7 +338,7 @@ func (v *Views) Booked(bs []store.Bucket, r *store.Reservation, now int64) {
 		}
 		vw.setCounted(v, c > 0)
 		if c > 0 {
-			vw.ledger.add(now-int64(vw.delayNs()), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW)
+			vw.ledger.add(now-int64(vw.delayNs()), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW, now-sent)
 		}
 		if r.Held > 0 {
 			vw.pausedUntil = max(vw.pausedUntil, store.SatAdd(now, int64(r.Held)))

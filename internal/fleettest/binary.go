@@ -25,6 +25,11 @@ const EnvRaceWorkers = "THROTTLE_FLEET_RACE_WORKERS"
 // the files of the last.
 const EnvWorkerLog = "THROTTLE_FLEET_WORKER_LOG"
 
+// EnvWorkerLogLevel, set to "debug" beside EnvWorkerLog, logs every event
+// instead (each slot, store call and quota reading: throttle.EventQuota's
+// Estimate against the server's Remaining is how a misread count shows).
+const EnvWorkerLogLevel = "THROTTLE_FLEET_WORKER_LOG_LEVEL"
+
 // workerPackage is the command that runs a worker (fleetworker/main.go).
 const workerPackage = "github.com/throttlekit/throttle/internal/fleettest/fleetworker"
 

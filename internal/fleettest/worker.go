@@ -91,7 +91,11 @@ func RunWorker(cfgJSON string, extra OptionsFunc, in io.Reader, out io.Writer) e
 			return fmt.Errorf("worker log: %w", err)
 		}
 		defer func() { _ = f.Close() }()
-		opts = append(opts, throttle.WithLogger(slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+		level := slog.LevelInfo
+		if os.Getenv(EnvWorkerLogLevel) == "debug" {
+			level = slog.LevelDebug
+		}
+		opts = append(opts, throttle.WithLogger(slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))))
 	}
 	// First, so that an OptionsFunc's own WithOnModeChange (faulttest's)
 	// takes its place.
