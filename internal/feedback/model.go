@@ -369,10 +369,11 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 			// Within the dead band of the rule: the reserve's extra unit
 			// is for a quota shared with others; alone, the rule is it.
 			c.Rate = ruleRate
-		case room+slack+deadBand >= ruleRate*w.Seconds()-1e-3:
+		case !sig.Limited && room+slack+deadBand >= ruleRate*w.Seconds()-1e-3:
 			// Within what the reading cannot tell of the rule: it proves
 			// neither a cut nor the rule, and says nothing (a cap in
-			// force stays, and lapses unless a reading renews it).
+			// force stays, and lapses unless a reading renews it). A
+			// rejection is no such reading: the window is full.
 			continue
 		case firstCovered > 0:
 			c.Debt = firstWindowDebt(firstOwn, firstCovered, w, c.Rate)
