@@ -56,16 +56,11 @@ func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
 	if l.len == 0 {
 		return 0, 0, false
 	}
-	end := int64(math.MinInt64)
-	for k := l.len - 1; k >= 0; k-- {
-		if ts := l.t[(l.head+k)%ledgerSize]; ts <= t {
-			end = ts
-			break
-		}
-	}
-	if end == math.MinInt64 || t-end > w/maxStaleShare {
+	e := l.newest(t)
+	if e < 0 || t-l.t[e] > w/maxStaleShare {
 		return 0, 0, false
 	}
+	end := l.t[e]
 	a, ok := l.at(end - w)
 	if !ok {
 		return 0, 0, false
@@ -101,42 +96,40 @@ func (l *ledger) window(w, t int64) (own float64, covered int64, ok bool) {
 // other replicas' samples showed, a cap of 191/s for a fleet alone at its
 // quota of 200). And the newest sample's count is of some instant within
 // its store call: what the fleet sent meanwhile may be missing from it (a
-// call that a loaded machine stalls for half a second misses a hundred).
+// call stalled for half a second at 200/s would miss a hundred).
 // A count that began within the window has no start to doubt.
 func (l *ledger) slack(w, t int64, own float64, covered int64) float64 {
 	if l.len == 0 || covered <= 0 {
 		return 0
 	}
 	var s float64
-	for k := l.len - 1; k >= 0; k-- {
-		i := (l.head + k) % ledgerSize
-		if l.t[i] > t {
-			continue
-		}
+	if e := l.newest(t); e >= 0 {
 		// Its count is of as early as u before its time: own was sent
 		// over covered − u, at own/(covered − u).
-		if l.u[i] >= covered {
+		if l.u[e] >= covered {
 			return math.Inf(1)
 		}
-		s = own * float64(l.u[i]) / float64(covered-l.u[i])
-		break
+		s = own * float64(l.u[e]) / float64(covered-l.u[e])
 	}
 	start := t - w
-	if start < l.t[l.head] {
+	lo := l.newest(start)
+	if lo < 0 {
 		return s
 	}
-	lo := l.n[l.head]
-	for k := 1; k < l.len; k++ {
-		i := (l.head + k) % ledgerSize
-		if l.t[i] > start {
-			break
-		}
-		lo = l.n[i]
-	}
 	if mid, ok := l.at(start); ok {
-		s += max(mid-float64(lo), 0)
+		s += max(mid-float64(l.n[lo]), 0)
 	}
 	return s
+}
+
+// newest returns the index of the newest sample taken by t, or −1.
+func (l *ledger) newest(t int64) int {
+	for k := l.len - 1; k >= 0; k-- {
+		if i := (l.head + k) % ledgerSize; l.t[i] <= t {
+			return i
+		}
+	}
+	return -1
 }
 
 // minCoveredShare: a reading needs the count to cover at least this share

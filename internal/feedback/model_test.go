@@ -357,8 +357,10 @@ func TestQuotaViewDecideSlack(t *testing.T) {
 	b := quotaBucket()
 	now := 30000 * ms
 	// bursty gives vw the ledger of a replica that books in turns: samples
-	// every 40 ms (more than the spacing, so that each is kept) except over gap around the window's start, the fleet
-	// sending perSecond, and the newest sample read by a store call of u.
+	// every 40 ms (more than the spacing, so that each is kept) except over
+	// gap around the window's start and over u before the newest sample,
+	// the fleet sending perSecond, and the newest sample read by a store
+	// call of u.
 	bursty := func(perSecond float64, gap, u int64) *quotaView {
 		vw := &quotaView{}
 		spacing := int64(vw.span(&b)) / ledgerSamplesPerW
