@@ -292,15 +292,15 @@ func checkRedisRules(rules []Rule, headroom float64) error {
 	return nil
 }
 
-// pauseWatch is a Transport's subscription to the pauses of its namespace
-// (redisstore.Store.WatchPauses): started by the Transport's first request,
+// pauseWatch is a Transport's subscription to the pauses and stretches of its namespace
+// (redisstore.Store.Watch): started by the Transport's first request,
 // so that a Transport never used holds no connection, and stopped by
 // Transport.Close. It is safe for concurrent use; the zero pauseWatch (a
 // Transport without Redis, or without feedback) does nothing.
 type pauseWatch struct {
 	watch func() (stop func()) // nil: nothing to watch
 	once  sync.Once            // starts it, or keeps a closed one from starting
-	stop  func()               // set by once; WatchPauses's stop is idempotent
+	stop  func()               // set by once; Watch's stop is idempotent
 }
 
 // ensure starts the subscription unless it is running or closed.

@@ -66,15 +66,34 @@ func (t *Transport) listen(ctx context.Context, bs []store.Bucket, bk feedback.B
 	for _, c := range act.Caps {
 		// A failed call leaves the bucket to its rule, or to the cap in
 		// force: the next reading tries again.
-		_ = t.store.Limit(ctx, bs[c.Bucket], c.Cap)
+		before := t.clock.Now()
+		if st, err := t.store.Limit(ctx, bs[c.Bucket], c.Cap); err == nil && st.Moves() {
+			// The store's now lies within the call: half its round trip
+			// is the unbiased guess, as for a reservation's wait.
+			after := t.clock.Now()
+			from := before.Add(after.Sub(before)/2 + st.From)
+			t.queue.stretch([]string{bs[c.Bucket].Key}, st, from.UnixNano(), after.UnixNano())
+		}
 		t.observeCap(ctx, bs[c.Bucket], c.Cap, sig, now)
 	}
 	return sig, now
 }
 
+// heardStretch re-times this process's waiters in keys as another
+// replica's cut stretched the slots they hold (store.Stretch, published
+// by redisstore.Store.Limit). The stretch is taken to start from at the
+// message's arrival, late by its latency (a little less is stretched);
+// a waiter this process booked within that latency after the cut is
+// stretched too, though booked under the cap (it leaves a little later
+// than it might). Both are well under a millisecond on a local network.
+func (t *Transport) heardStretch(keys []string, from time.Duration, ratio float64) {
+	now := t.clock.Now()
+	t.queue.stretch(keys, store.Stretch{From: from, Ratio: ratio}, now.Add(from).UnixNano(), now.UnixNano())
+}
+
 // heardPause holds this process's waiters in keys for d: a pause another
 // replica (or this one) was told of and published (see
-// redisstore.Store.WatchPauses). Without it, a replica whose waiters all
+// redisstore.Store.Watch). Without it, a replica whose waiters all
 // sleep on slots booked before the pause learns of it only when one of them
 // books again, after sending its request into the server's rejection; and
 // the rejection's whole-second wait, rounded up from later in the pause,

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,16 @@ type waitQueue struct {
 type lane struct {
 	waiting int
 	last    int64 // when the last waiter departed, Unix nanoseconds; 0 if none yet
+	// asleep holds the waiters asleep until their slots, for stretch.
+	asleep map[*sleeper]struct{}
+}
+
+// sleeper is a waiter asleep until its slot, which a cap's stretch may
+// move (see stretch).
+type sleeper struct {
+	slot   int64         // Unix nanoseconds; guarded by waitQueue.mu
+	booked int64         // when the slot was booked, Unix nanoseconds
+	moved  chan struct{} // capacity 1: told when slot moved
 }
 
 func newWaitQueue(max int) *waitQueue {
@@ -174,29 +185,40 @@ func (q *waitQueue) leave(bs []store.Bucket) {
 // however late it wakes (a request's last attempt).
 const anyLateness time.Duration = -1
 
+// errStretched reports a waiter whose slot a stretch (waitQueue.stretch)
+// moved beyond the latest it may leave at: it fails at once, as a wait
+// that long would have at its booking.
+var errStretched = errors.New("throttle: the slot was stretched beyond the request's budget")
+
 // depart sleeps until the waiter's slot, wait from now, then until it is
-// paced behind the waiter that left before it, and marks its departure. The
-// caller must have entered bs. If tolerance ≥ 0 and the waiter wakes more
-// than tolerance after its slot, it returns errLate without departing; it
-// does too if a pause of one of bs (hold) ends more than tolerance after
-// the slot, which was therefore booked before the pause: Transport.acquire
-// books it again, after the pause. A waiter with tolerance anyLateness
-// (or any other below 0) leaves on its slot whatever happened.
-func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait, tolerance time.Duration) error {
-	slot := c.Now().Add(wait)
-	if err := sleep(ctx, c, wait); err != nil {
-		return err
+// paced behind the waiter that left before it, and marks its departure; it
+// returns the slot, which a cap's stretch may have moved while the waiter
+// slept (stretch). The caller must have entered bs. If tolerance ≥ 0 and
+// the waiter wakes more than tolerance after its slot, it returns errLate
+// without departing; it does too if a pause of one of bs (hold) ends more
+// than tolerance after the slot, which was therefore booked before the
+// pause: Transport.acquire books it again, after the pause. A waiter with
+// tolerance anyLateness (or any other below 0) leaves on its slot whatever
+// happened. A slot stretched beyond latest returns errStretched at once.
+func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait, tolerance time.Duration, latest time.Time) (time.Time, error) {
+	booked := c.Now()
+	z := q.fallAsleep(bs, booked.Add(wait).UnixNano(), booked.UnixNano())
+	at, err := q.sleepUntilSlot(ctx, c, z, latest.UnixNano())
+	q.wake(bs, z)
+	slot := time.Unix(0, at)
+	if err != nil {
+		return slot, err
 	}
 	woke := c.Now()
 	if tolerance >= 0 && woke.Sub(slot) > tolerance {
-		return errLate
+		return slot, errLate
 	}
 	now := woke.UnixNano()
-	at := now
+	at = now
 	q.mu.Lock()
 	if tolerance >= 0 && q.heldLocked(bs, slot.UnixNano(), now, tolerance) {
 		q.mu.Unlock()
-		return errLate
+		return slot, errLate
 	}
 	for _, b := range bs {
 		if l := q.lanes[b.Key]; l != nil && l.last != 0 {
@@ -211,7 +233,7 @@ func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait
 		// requests refused by stripe-global in 7 runs of 16, none in 32
 		// with this check).
 		q.mu.Unlock()
-		return errLate
+		return slot, errLate
 	}
 	for _, b := range bs {
 		if l := q.lanes[b.Key]; l != nil {
@@ -219,7 +241,106 @@ func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait
 		}
 	}
 	q.mu.Unlock()
-	return sleep(ctx, c, time.Duration(at-now))
+	return slot, sleep(ctx, c, time.Duration(at-now))
+}
+
+// fallAsleep registers a waiter of bs asleep until slot, booked at booked
+// (both Unix nanoseconds), in each of its lanes, for stretch.
+func (q *waitQueue) fallAsleep(bs []store.Bucket, slot, booked int64) *sleeper {
+	z := &sleeper{slot: slot, booked: booked, moved: make(chan struct{}, 1)}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, b := range bs {
+		if l := q.lanes[b.Key]; l != nil {
+			if l.asleep == nil {
+				l.asleep = make(map[*sleeper]struct{})
+			}
+			l.asleep[z] = struct{}{}
+		}
+	}
+	return z
+}
+
+// wake unregisters z from the lanes of bs.
+func (q *waitQueue) wake(bs []store.Bucket, z *sleeper) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, b := range bs {
+		if l := q.lanes[b.Key]; l != nil {
+			delete(l.asleep, z)
+		}
+	}
+}
+
+// sleepUntilSlot sleeps until z's slot, following it when a stretch moves
+// it, and returns the slot it woke on. A slot beyond latest (Unix
+// nanoseconds) returns errStretched without sleeping further.
+func (q *waitQueue) sleepUntilSlot(ctx context.Context, c Clock, z *sleeper, latest int64) (int64, error) {
+	for {
+		q.mu.Lock()
+		slot := z.slot
+		q.mu.Unlock()
+		if slot > latest {
+			return slot, errStretched
+		}
+		d := time.Duration(slot - c.Now().UnixNano())
+		if d <= 0 {
+			return slot, nil
+		}
+		t := c.NewTimer(d)
+		select {
+		case <-t.C():
+			q.mu.Lock()
+			moved := z.slot != slot
+			q.mu.Unlock()
+			if !moved {
+				// The timer is the slot: a wall clock read just after it
+				// may still lie a little before it.
+				return slot, nil
+			}
+		case <-z.moved:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return slot, ctx.Err()
+		}
+	}
+}
+
+// stretch re-times the waiters of this process asleep in keys' lanes as
+// a store's Limit re-timed their slots (store.Stretch), from from (Unix
+// nanoseconds, this process's clock): each slot later than from moves to
+// from + (slot − from)·ratio. Only waiters that booked at or before booked
+// are moved: a slot booked after the stretch was booked under the cap.
+// Without it, a cut met with a queue booked at the rule's rate takes
+// effect only after the queue, which meanwhile spends the server's window
+// at the rule's rate (the store's next slot comes where it would have
+// under the cap, but the slots before it still leave on their old times),
+// and a raise leaves the queue at the cut's pace.
+func (q *waitQueue) stretch(keys []string, st store.Stretch, from, booked int64) {
+	if !st.Moves() {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range keys {
+		l := q.lanes[k]
+		if l == nil {
+			continue
+		}
+		for z := range l.asleep {
+			if z.booked > booked {
+				continue
+			}
+			if at := st.At(z.slot, from); at != z.slot {
+				z.slot = at
+				select {
+				case z.moved <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
 }
 
 // sleep waits for d on clock c, or until ctx is done.

@@ -130,7 +130,9 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		t.store = os
 		if !cfg.noFeedback {
-			t.pauses.watch = func() func() { return rs.WatchPauses(t.heardPause) }
+			t.pauses.watch = func() func() {
+				return rs.Watch(redisstore.Listener{Pause: t.heardPause, Stretch: t.heardStretch})
+			}
 		}
 	} else {
 		t.store = newLocalStore(cfg.clock)
@@ -422,8 +424,15 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		if mayBeLate {
 			tolerance = lateness(bs)
 		}
-		err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance)
+		slot, err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance, sent.Add(budget))
 		t.observeQueue(ctx, &r, false)
+		if errors.Is(err, errStretched) {
+			// A cut stretched the slot beyond what the request allows:
+			// as if the store had answered so at the booking.
+			t.giveBack(ctx, r)
+			r.Wait = slot.Sub(sent)
+			return feedback.Booking{}, waitError(&r, budget, reason)
+		}
 		if err != nil {
 			// Late or cancelled, the slot goes back where it is still the
 			// last one booked: a late request then books again at the
@@ -437,6 +446,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 			return feedback.Booking{}, err
 		}
 		departed = t.clock.Now()
+		bk.Depart = slot.UnixNano()
 	}
 	if rest := r.Rest(); len(rest) > 0 {
 		if err := t.bookDeferred(ctx, rest); err != nil {

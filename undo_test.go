@@ -168,7 +168,9 @@ func (downStore) Reserve(context.Context, []store.Bucket, time.Duration) (store.
 	return store.Reservation{}, errDown
 }
 func (downStore) Pause(context.Context, []store.Bucket, time.Duration) error { return errDown }
-func (downStore) Limit(context.Context, store.Bucket, store.Cap) error       { return errDown }
+func (downStore) Limit(context.Context, store.Bucket, store.Cap) (store.Stretch, error) {
+	return store.Stretch{}, errDown
+}
 func (downStore) Held(context.Context, []store.Bucket) (time.Duration, error) {
 	return 0, errDown
 }

@@ -167,10 +167,10 @@ func runTrace(t *testing.T, rdb redis.UniversalClient, steps []traceStep) (booke
 				t.Fatal(err)
 			}
 		case "limit":
-			if err := local.Limit(ctx, bs[0], st.cap); err != nil {
+			if _, err := local.Limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatal(err)
 			}
-			if err := remote.Limit(ctx, bs[0], st.cap); err != nil {
+			if _, err := remote.Limit(ctx, bs[0], st.cap); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -28,7 +28,7 @@ func TestRedisWindowKeysExpire(t *testing.T) {
 	if r, err := s.Reserve(ctx, bs, time.Second); err != nil || !r.OK {
 		t.Fatalf("reserve: %+v, %v", r, err)
 	}
-	if err := s.Limit(ctx, bs[0], store.Cap{Rate: 0, Span: 300 * time.Millisecond}); err != nil {
+	if _, err := s.Limit(ctx, bs[0], store.Cap{Rate: 0, Span: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Pause(ctx, bs[1:2], 100*time.Millisecond); err != nil {

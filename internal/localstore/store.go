@@ -142,7 +142,7 @@ func (s *Store) cappedLocked(key string, now int64) bool {
 	return ok
 }
 
-func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
+func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,17 +155,19 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 	was := s.intervalLocked(b, now)
 	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: max(paid, c.Debt)}
 	if b.Algorithm.Windowed() {
-		return nil
+		return store.Stretch{}, nil
 	}
-	// A cut stretches what the bucket booked ahead of now (or of its
-	// pause's end), never a raise: see limit.lua. The stretched lead is
+	// A cap that changes the interval re-times what the bucket booked
+	// ahead of now (or of its pause's end): see limit.lua. The stretched lead is
 	// rounded up to a whole microsecond, as limit.lua's is, so that the
 	// two stores decide alike (internal/algorithm's conformance traces).
 	from := max(now, s.holds[b.Key])
+	var st store.Stretch
 	if tat := s.tats[b.Key]; tat > from {
-		if will := s.intervalLocked(b, now); will > was {
+		if will := s.intervalLocked(b, now); will != was {
 			lead := math.Ceil(float64(tat-from)*float64(will)/float64(was)/1e3) * 1e3
 			s.tats[b.Key] = from + int64(lead)
+			st = store.Stretch{From: time.Duration(from - now), Ratio: float64(will) / float64(was)}
 		}
 	}
 	if c.Debt > paid {
@@ -177,7 +179,7 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) error {
 		push := math.Ceil((c.Debt-paid)*ivMicros) * 1e3
 		s.tats[b.Key] = store.SatAdd(max(s.tats[b.Key], from), int64(push))
 	}
-	return nil
+	return st, nil
 }
 
 // Held is always 0: in one process, listen holds the waiters itself.

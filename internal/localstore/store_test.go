@@ -247,7 +247,7 @@ func TestLocalStoreDebt(t *testing.T) {
 	s, c := newTestStore()
 	limit := func(debt float64) {
 		t.Helper()
-		if err := s.Limit(ctx, b, store.Cap{Rate: 50, Span: time.Second, Debt: debt}); err != nil {
+		if _, err := s.Limit(ctx, b, store.Cap{Rate: 50, Span: time.Second, Debt: debt}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,7 +50,7 @@ func TestWindowBucketsCapAndCount(t *testing.T) {
 		c := fakeclock.New(time.Unix(1_700_000_000, 0))
 		s := New(c)
 		b := store.Bucket{Key: "w", Rule: "w", Algorithm: alg, Burst: 10, Period: time.Second, Interval: 100 * time.Millisecond, Cost: 1, Sent: 2}
-		if err := s.Limit(ctx, b, store.Cap{Rate: 2, Span: time.Minute}); err != nil {
+		if _, err := s.Limit(ctx, b, store.Cap{Rate: 2, Span: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		for i, want := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
@@ -67,7 +67,7 @@ func TestWindowBucketsCapAndCount(t *testing.T) {
 		}
 		// A cap of 0 counts only: the window's quota goes at once.
 		s2 := New(c)
-		if err := s2.Limit(ctx, b, store.Cap{Rate: 0, Span: time.Minute}); err != nil {
+		if _, err := s2.Limit(ctx, b, store.Cap{Rate: 0, Span: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {

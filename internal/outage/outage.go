@@ -367,19 +367,19 @@ func (f *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 // dropped: the local buckets run at this replica's share of the rule,
 // already below it, and the shared bucket learns again from the next
 // responses once Redis is back.
-func (f *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (f *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	if !f.brk.closed() {
-		return nil
+		return store.Stretch{}, nil
 	}
 	start := f.clock.Now()
-	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f.primary.Limit(ctx, b, c)
+	st, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (store.Stretch, error) {
+		return f.primary.Limit(ctx, b, c)
 	}, nil)
 	f.calledOne(ctx, "limit", b.Rule, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
-	return err
+	return st, err
 }
 
 // Held asks the shared buckets; during an outage this replica's own

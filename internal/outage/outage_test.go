@@ -78,9 +78,9 @@ func (s *flakyStore) Pause(ctx context.Context, bs []store.Bucket, d time.Durati
 	return s.inner.Pause(ctx, bs, d)
 }
 
-func (s *flakyStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (s *flakyStore) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	if err := s.wait(ctx); err != nil {
-		return err
+		return store.Stretch{}, err
 	}
 	return s.inner.Limit(ctx, b, c)
 }

@@ -20,7 +20,7 @@ type heard struct {
 func watch(t *testing.T, s *Store) <-chan heard {
 	t.Helper()
 	ch := make(chan heard, 8)
-	stop := s.WatchPauses(func(keys []string, d time.Duration) { ch <- heard{keys, d} })
+	stop := s.Watch(Listener{Pause: func(keys []string, d time.Duration) { ch <- heard{keys, d} }})
 	t.Cleanup(stop)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		n, err := s.rdb.PubSubNumSub(redisCtx(t), s.pauseChannel()).Result()
@@ -92,18 +92,118 @@ func TestRedisPauseWatchStops(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	s := New(srv.Client(t), Options{Namespace: testNamespace(t)})
-	stop := s.WatchPauses(func([]string, time.Duration) {})
+	stop := s.Watch(Listener{})
 	stop()
 	stop()
 
 	srv.Kill()
 	s = New(srv.Client(t), Options{Namespace: testNamespace(t)})
-	stop = s.WatchPauses(func([]string, time.Duration) {})
+	stop = s.Watch(Listener{})
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("stop did not return with Redis down")
+	}
+}
+
+type heardStretch struct {
+	keys  []string
+	from  time.Duration
+	ratio float64
+}
+
+// TestRedisStretchPublished: a cap that slows a bucket with slots booked
+// ahead returns the stretch it made (store.Stretch: from the store's now,
+// the new interval over the old) and publishes it, and every other store
+// of the namespace hears it, with the bucket's key, its start and its
+// ratio; the store that made it does not (its caller re-times its own
+// waiters). A cap that leaves the interval as it is moves nothing and
+// publishes nothing, and a stretch message that names no ratio other than
+// 1 is ignored.
+func TestRedisStretchPublished(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ns := testNamespace(t)
+	// a's scripts run at a fixed now, so that the stretch's figures are
+	// exact.
+	now := time.Now().UnixMicro()
+	a := New(rdb, Options{Namespace: ns, NowMicros: func() int64 { return now }})
+	b := New(rdb, Options{Namespace: ns})
+	listen := func(s *Store) <-chan heardStretch {
+		ch := make(chan heardStretch, 8)
+		stop := s.Watch(Listener{Stretch: func(keys []string, from time.Duration, ratio float64) { ch <- heardStretch{keys, from, ratio} }})
+		t.Cleanup(stop)
+		return ch
+	}
+	fromA, fromB := listen(a), listen(b)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n, err := rdb.PubSubNumSub(redisCtx(t), a.pauseChannel()).Result()
+		if err == nil && n[a.pauseChannel()] >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriptions never came")
+		}
+	}
+	ctx := redisCtx(t)
+	for _, m := range []string{`{"r":1,"k":["api"],"o":"x"}`, `{"r":3,"k":[],"o":"x"}`} {
+		if err := rdb.Publish(ctx, a.pauseChannel(), m).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// 20 slots of 10 ms: 200 ms booked ahead.
+	bk := store.Bucket{Key: "api", Rule: "api", Interval: 10 * time.Millisecond, Burst: 1, Cost: 1}
+	for range 20 {
+		if r, err := a.Reserve(ctx, []store.Bucket{bk}, time.Second); err != nil || !r.OK {
+			t.Fatalf("reserve: %+v, %v", r, err)
+		}
+	}
+	if st, err := a.Limit(ctx, bk, store.Cap{Rate: 200, Span: time.Second}); err != nil || st != (store.Stretch{}) {
+		t.Fatalf("a cap above the rule: %+v, %v; want no stretch", st, err)
+	}
+	st, err := a.Limit(ctx, bk, store.Cap{Rate: 50, Span: time.Second})
+	if err != nil || st.Ratio != 2 || st.From != 0 {
+		t.Fatalf("a cut to 50/s of a 100/s bucket: %+v, %v; want ratio 2 from now", st, err)
+	}
+	select {
+	case h := <-fromB:
+		if !slices.Equal(h.keys, []string{"api"}) || h.ratio != 2 || h.from != 0 {
+			t.Errorf("b heard %+v, want [api] stretched 2 from now", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b never heard of the stretch")
+	}
+	select {
+	case h := <-fromA:
+		t.Errorf("a heard its own stretch: %+v", h)
+	case h := <-fromB:
+		t.Errorf("b heard more than the stretch: %+v", h)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The bucket's next slot is where the stretched lead ends: 400 ms
+	// ahead, the 200 ms booked at 10 ms a slot stretched to 20.
+	r, err := a.Reserve(ctx, []store.Bucket{bk}, time.Second)
+	if err != nil || !r.OK || r.Wait != 400*time.Millisecond {
+		t.Errorf("after the stretch: %+v, %v; want a wait of 400ms", r, err)
+	}
+	// Back to the rule: the 420 ms booked at 20 ms a slot compress to 210.
+	st, err = a.Limit(ctx, bk, store.Cap{Span: time.Second})
+	if err != nil || st.Ratio != 0.5 {
+		t.Fatalf("back to the rule: %+v, %v; want ratio 0.5", st, err)
+	}
+	select {
+	case h := <-fromB:
+		if h.ratio != 0.5 {
+			t.Errorf("b heard %+v, want ratio 0.5", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b never heard of the compression")
+	}
+	if r, err := a.Reserve(ctx, []store.Bucket{bk}, time.Second); err != nil || !r.OK || r.Wait != 210*time.Millisecond {
+		t.Errorf("after the compression: %+v, %v; want a wait of 210ms", r, err)
 	}
 }

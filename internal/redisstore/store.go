@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -115,6 +117,10 @@ type Store struct {
 
 	keysMu sync.RWMutex
 	keys   map[string]string // bucket.key → Redis key, see cachedKey
+
+	// id tells this store's messages on the pause channel from the other
+	// replicas' (pauses.go): random, and nothing else.
+	id string
 }
 
 // Options is what a Redis store learns from the Transport that owns it:
@@ -158,6 +164,10 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	if o.Beat != nil {
 		s.hb = newHeartbeat(s.prefix, o.Beat)
 	}
+	var id [8]byte
+	// crypto/rand.Read never fails on supported platforms (Go 1.24+).
+	_, _ = rand.Read(id[:])
+	s.id = hex.EncodeToString(id[:])
 	s.batch = &scriptBatcher{rdb: rdb, guard: o.Guard, abandoned: s.abandoned, work: make(chan *scriptCall)}
 	return s
 }
@@ -735,10 +745,30 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 	return err
 }
 
-func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) error {
+func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	span := max(spanMicros(c.Span, true), 1)
-	_, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0))
-	return err
+	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0))
+	if err != nil {
+		return store.Stretch{}, err
+	}
+	v, err := cmd.Int64Slice()
+	if err != nil || len(v) < 3 {
+		return store.Stretch{}, fmt.Errorf("throttle: redis limit: unexpected reply: %w", err)
+	}
+	st := stretchOf(v[0], v[1], v[2])
+	if st.Moves() {
+		s.publishStretch(ctx, b, st)
+	}
+	return st, nil
+}
+
+// stretchOf reads limit.lua's stretch of a bucket: where it starts, in µs
+// from the script's now, and the new and old intervals in µs.
+func stretchOf(fromMicros, will, was int64) store.Stretch {
+	if will == was || will <= 0 || was <= 0 {
+		return store.Stretch{}
+	}
+	return store.Stretch{From: microsDuration(max(fromMicros, 0)), Ratio: float64(will) / float64(was)}
 }
 
 func (s *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, error) {

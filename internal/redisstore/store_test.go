@@ -263,7 +263,7 @@ func TestRedisHeldReported(t *testing.T) {
 	if err := r.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Limit(ctx, one[0], store.Cap{Rate: 5, Span: time.Second}); err != nil {
+	if _, err := b.Limit(ctx, one[0], store.Cap{Rate: 5, Span: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a refund and a cap", one, 0)
@@ -321,7 +321,7 @@ func TestRedisStoreTimeout(t *testing.T) {
 				case "pause":
 					err = s.Pause(ctx, []store.Bucket{b}, time.Second)
 				case "limit":
-					err = s.Limit(ctx, b, store.Cap{Rate: 1, Span: time.Second})
+					_, err = s.Limit(ctx, b, store.Cap{Rate: 1, Span: time.Second})
 				case "held":
 					_, err = s.Held(ctx, []store.Bucket{b})
 				}

@@ -50,7 +50,10 @@ type Store interface {
 	// request is booked) and reports the count with every reservation
 	// (Reservation.Counts): the fleet's own traffic, which internal/feedback
 	// sets against what the server says it counted.
-	Limit(ctx context.Context, b Bucket, c Cap) error
+	// A cap that slows a leaky or token bucket stretches the slots it has
+	// booked ahead, and Limit returns that stretch, so that the caller can
+	// re-time the waiters that hold them (see Stretch).
+	Limit(ctx context.Context, b Bucket, c Cap) (Stretch, error)
 
 	// Held returns how long a pause (see pause) still holds any bucket of
 	// bs, or 0.
@@ -73,6 +76,38 @@ type Cap struct {
 	Slope float64
 	Span  time.Duration
 	Debt  float64
+}
+
+// Stretch is what a Store.Limit that changed a leaky or token bucket's
+// interval did to the slots it had booked ahead: each slot s later than
+// From (the store's now, or the end of the bucket's pause, as an offset
+// from the store's now) moved to From + (s − From)·Ratio, the new
+// interval over the old, so that the next slot comes where it would have
+// had they all been booked under the cap: a cut stretches them (Ratio
+// above 1), a raise compresses them (below 1). The slots' waiters, which
+// sleep on their old times in every replica, are re-timed alike (the
+// Transport's queue; other replicas hear of it on the Redis store's pause
+// channel). The zero value, Ratio 0, moves nothing; so does 1.
+type Stretch struct {
+	From  time.Duration
+	Ratio float64
+}
+
+// Moves reports whether s moves any slot.
+func (s Stretch) Moves() bool { return s.Ratio > 0 && s.Ratio != 1 }
+
+// At returns where a slot booked at slot (Unix nanoseconds, on the
+// caller's clock) moves to when the stretch starts at from (the same
+// clock): itself when it lies at or before from, or when s moves nothing.
+func (s Stretch) At(slot, from int64) int64 {
+	if !s.Moves() || slot <= from {
+		return slot
+	}
+	lead := math.Ceil(float64(slot-from) * s.Ratio)
+	if lead >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return SatAdd(from, int64(lead))
 }
 
 // Algorithm is how a bucket decides (see the root's algorithm.go and
