@@ -128,12 +128,13 @@ func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64
 			vws[i].detect(sig.Quotas, now)
 		}
 	}
-	// The caps first: whether the rejection read as a full window (it
-	// capped a bucket) decides how long a whole-second wait pauses.
-	full := false
+	// Whether a rejection is a full window's, not a refusal the ledger
+	// can tell (the fleet sent under half its rule in the window), decides
+	// how long a whole-second wait pauses.
+	full := sig.Limited
 	for i := range bs {
 		spec, force, ok := vws[i].decide(&bs[i], bk.Depart, bk.count(i) > 0, sig, now)
-		full = full || (ok && force && sig.Limited)
+		full = full && !vws[i].refused(&bs[i], bk.Depart)
 		if ok && vws[i].shouldSend(spec, force, &bs[i], now) {
 			vws[i].sent, vws[i].sentAt = spec, now
 			act.Caps = append(act.Caps, BucketCap{Bucket: i, Cap: spec})
@@ -159,8 +160,8 @@ func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64
 
 // pauseLocked returns the pause sig asks of the fleet (0 for none) and
 // keeps the views' count of rejections in a row; full reports that sig
-// is a rejection read as a full window (it capped a bucket of bs, whose
-// views are vws). v.mu must be held.
+// is a rejection of a full window, not a refusal (Views.Read), of bs,
+// whose views are vws. v.mu must be held.
 func (v *Views) pauseLocked(bs []store.Bucket, vws []*quotaView, sig header.Signal, full bool) time.Duration {
 	if !sig.Limited {
 		for _, vw := range vws {
@@ -257,6 +258,19 @@ func slidingWindow(b *store.Bucket) bool {
 	return b.Algorithm == store.SlidingLog || b.Algorithm == store.SlidingCounter
 }
 
+// refused reports whether the ledger tells a rejection of a request of b
+// that departed at depart for a refusal (see refusal). A ledger that
+// cannot tell (empty, or stale in a replica whose waiters all slept)
+// tells no refusal: the rejection is a full window's.
+func (vw *quotaView) refused(b *store.Bucket, depart int64) bool {
+	w := vw.window
+	if w == 0 {
+		w = ruleWindow(b)
+	}
+	own, covered, ok := vw.ledger.window(int64(w), depart)
+	return ok && refusal(own, time.Duration(covered), 1e9/float64(b.Interval))
+}
+
 // refusal reports whether a rejection met when the fleet had sent own in
 // the window w, under half what its rule allows there, is a refusal (a
 // pause, an outage of the server) rather than the sign of a full window:
@@ -325,7 +339,7 @@ func (vw *quotaView) detect(qs []header.Quota, now int64) {
 // force when it must reach the store whatever was sent before (a
 // rejection's); ok false when sig says nothing the model can use.
 func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig header.Signal, now int64) (spec store.Cap, force, ok bool) {
-	if !counted && (!sig.Limited || vw.ledger.len == 0) {
+	if !counted && (!sig.Limited || requestQuotas(sig.Quotas) == 0 || vw.ledger.len == 0) {
 		// Count first, to read the next answers.
 		return vw.countFirst(b, sig)
 	}
@@ -334,9 +348,13 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 		return vw.countFirst(b, sig)
 	}
 	// A rejection of a request booked before the store counted (a cut
-	// may have stretched its slot since) is read against the ledger like
-	// any other when the ledger reaches its departure: the window is full
-	// whoever booked the request. A success of such a request is not: in
+	// may have stretched its slot since) that reports the quota is read
+	// against the ledger like any other when the ledger reaches its
+	// departure: the window is full whoever booked the request. A bare
+	// one is not: its room is the fleet's own sending, which a count
+	// begun a few milliseconds before puts at a few units (an 8x16 fleet
+	// beside Stripe's no-timing 429s was capped at 8/s). A success of
+	// such a request is not either: in
 	// the first window, readings of the requests booked before the first
 	// answer are many, and each early one scales the noise of a few
 	// units to a window (measured, 8x16 outside: 0.57 of what remains
@@ -419,7 +437,14 @@ func (vw *quotaView) read(b *store.Bucket, depart int64, sig header.Signal, now 
 			// counts at a whole window's worth.
 			others := max(float64(q.Limit-q.Remaining)-own, 0)
 			if covered < int64(w) && others > reserve && !vw.ledger.restarted {
-				others = reserve + (others-reserve)*float64(w)/float64(covered)
+				// What the reading cannot tell of own is as much
+				// unknown of others', scaled alike: a few units of noise
+				// over the first 150 ms, scaled to a window unslacked,
+				// capped a fleet alone on its quota at 103/s for its
+				// first second once the cap re-timed its waiters.
+				scale := float64(w) / float64(covered)
+				others = reserve + (others-reserve)*scale
+				slack *= scale
 			}
 			room := float64(q.Limit) - others - reserve
 			c = store.Cap{Rate: room / w.Seconds(), Span: capWindows * w}

@@ -249,9 +249,56 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 	if d := views.Read(bs, Booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(2500*time.Millisecond)).Pause; d != 0 {
 		t.Errorf("the same pause told again: %v, want none", d)
 	}
-	// After it, a wait is a new pause.
-	if d := views.Read(bs, Booking{}, header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).Pause; d != time.Second {
-		t.Errorf("a pause after the first: %v, want 1s", d)
+	// After it, a wait is a new pause: 2 s, more than a second and more
+	// than the 1 s window, honoured whole.
+	if d := views.Read(bs, Booking{}, header.Signal{Limited: true, RetryAfter: 2 * time.Second, HasRetryAfter: true}, int64(3100*time.Millisecond)).Pause; d != 2*time.Second {
+		t.Errorf("a pause after the first: %v, want 2s", d)
+	}
+}
+
+// TestQuotaViewWholeSecondWait: a rejection's Retry-After of whole seconds
+// within the window, of a window not known to be fixed and not a refusal
+// the ledger tells, pauses for its lower bound (a second less) and at
+// least the no-wait backoff; a wait longer than the window, a fractional
+// one, a fixed window's and a refusal's are honoured whole.
+func TestQuotaViewWholeSecondWait(t *testing.T) {
+	ms := int64(time.Millisecond)
+	oneSecond := header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}
+	read := func(views *Views, sig header.Signal, now int64) time.Duration {
+		return views.Read([]store.Bucket{quotaBucket()}, Booking{Depart: now}, sig, now).Pause
+	}
+	if d := read(NewViews(), oneSecond, 0); d != noWaitPause {
+		t.Errorf("1s, nothing known: %v, want the backoff's %v", d, noWaitPause)
+	}
+	if d := read(NewViews(), header.Signal{Limited: true, RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}, 0); d != 1500*time.Millisecond {
+		t.Errorf("a fractional wait: %v, want it whole", d)
+	}
+	if d := read(NewViews(), header.Signal{Limited: true, RetryAfter: 3 * time.Second, HasRetryAfter: true}, 0); d != 3*time.Second {
+		t.Errorf("3s, beyond the 1s window: %v, want it whole", d)
+	}
+	fixed := NewViews()
+	fixed.viewLocked("api", 0).fixed = true
+	if d := read(fixed, oneSecond, 0); d != time.Second {
+		t.Errorf("a fixed window's: %v, want 1s", d)
+	}
+	// A fleet that sent 10 units in the window before, of a rule of 100/s:
+	// a refusal.
+	refused := NewViews()
+	vw := refused.viewLocked("api", 0)
+	for i := int64(0); i <= 10; i++ {
+		vw.ledger.add(i*100*ms, 1+i, 30*ms, 0)
+	}
+	if d := read(refused, oneSecond, 1000*ms); d != time.Second {
+		t.Errorf("a refusal's: %v, want 1s", d)
+	}
+	// The same at its rule: a full window.
+	full := NewViews()
+	vw = full.viewLocked("api", 0)
+	for i := int64(0); i <= 10; i++ {
+		vw.ledger.add(i*100*ms, 1+10*i, 30*ms, 0)
+	}
+	if d := read(full, oneSecond, 1000*ms); d != noWaitPause {
+		t.Errorf("a full window's: %v, want %v", d, noWaitPause)
 	}
 }
 
