@@ -190,9 +190,8 @@ var decisionCases = []struct {
 	{
 		// A cut stretches what the bucket booked ahead (here 50 ms at
 		// 10 ms a slot) to the cap's interval, from now or from the end of
-		// a pause; a raise compresses it back (120 ms of 20 ms slots to
-		// 60 ms of 10 ms ones).
-		name:    "a cut stretches the booked queue, a raise compresses it",
+		// a pause; a raise compresses nothing.
+		name:    "a cut stretches the booked queue, a raise does not",
 		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},
@@ -203,7 +202,7 @@ var decisionCases = []struct {
 			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second}}, // 20 ms a slot
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(100 * time.Millisecond)},
 			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 100, Span: time.Second}}, // the rule's again
-			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(60 * time.Millisecond)},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(120 * time.Millisecond)},
 			{op: "pause", buckets: []int{0}, pause: 200 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(200 * time.Millisecond)},
 			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 25, Span: time.Second}}, // 40 ms a slot, after the pause

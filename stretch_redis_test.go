@@ -10,8 +10,8 @@ import (
 )
 
 // TestRedisCutRetimesOtherReplicas: replica B's ten requests sleep on
-// slots 50 ms apart, booked at the rule's rate, when replica A's cap cuts
-// the shared bucket to half the rule. B hears of the re-timing on the
+// slots 50 ms apart, booked at the rule's rate, when replica A's cap (a
+// rejection's, which retimes) cuts the shared bucket to half the rule. B hears of the re-timing on the
 // namespace's channel and its waiters leave as if booked under the cap:
 // the last one about 400 ms later than booked, the ten spread over about
 // 0.8 s rather than 0.45. (Before, the store moved its next slot only,
@@ -41,7 +41,7 @@ func TestRedisCutRetimesOtherReplicas(t *testing.T) {
 		})
 	}
 	time.Sleep(50 * time.Millisecond)
-	if _, err := s.a.store.Limit(s.ctx, bs[0], store.Cap{Rate: 10, Span: 5 * time.Second}); err != nil {
+	if _, err := s.a.store.Limit(s.ctx, bs[0], store.Cap{Rate: 10, Span: 5 * time.Second, Retime: true}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -128,13 +128,12 @@ func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64
 			vws[i].detect(sig.Quotas, now)
 		}
 	}
-	// Whether a rejection is a full window's, not a refusal the ledger
-	// can tell (the fleet sent under half its rule in the window), decides
-	// how long a whole-second wait pauses.
+	// Whether a rejection is a full window's (fullWindow) decides how
+	// long a whole-second wait pauses.
 	full := sig.Limited
 	for i := range bs {
 		spec, force, ok := vws[i].decide(&bs[i], bk.Depart, bk.count(i) > 0, sig, now)
-		full = full && !vws[i].refused(&bs[i], bk.Depart)
+		full = full && vws[i].fullWindow(&bs[i], bk.Depart, requestQuotas(sig.Quotas) > 0)
 		if ok && vws[i].shouldSend(spec, force, &bs[i], now) {
 			vws[i].sent, vws[i].sentAt = spec, now
 			act.Caps = append(act.Caps, BucketCap{Bucket: i, Cap: spec})
@@ -160,8 +159,8 @@ func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64
 
 // pauseLocked returns the pause sig asks of the fleet (0 for none) and
 // keeps the views' count of rejections in a row; full reports that sig
-// is a rejection of a full window, not a refusal (Views.Read), of bs,
-// whose views are vws. v.mu must be held.
+// is a rejection of a full window (quotaView.fullWindow) of bs, whose
+// views are vws. v.mu must be held.
 func (v *Views) pauseLocked(bs []store.Bucket, vws []*quotaView, sig header.Signal, full bool) time.Duration {
 	if !sig.Limited {
 		for _, vw := range vws {
@@ -258,17 +257,22 @@ func slidingWindow(b *store.Bucket) bool {
 	return b.Algorithm == store.SlidingLog || b.Algorithm == store.SlidingCounter
 }
 
-// refused reports whether the ledger tells a rejection of a request of b
-// that departed at depart for a refusal (see refusal). A ledger that
-// cannot tell (empty, or stale in a replica whose waiters all slept)
-// tells no refusal: the rejection is a full window's.
-func (vw *quotaView) refused(b *store.Bucket, depart int64) bool {
+// fullWindow reports whether a rejection of a request of b that departed
+// at depart is a full window's: the ledger says the fleet sent at least
+// half its rule in the window (not a refusal, see refusal), or, where the
+// ledger cannot tell (empty, or stale in a replica whose waiters all
+// slept), the rejection reports the quota (quota: its window is spent).
+// A bare rejection the ledger cannot place is no window's for sure.
+func (vw *quotaView) fullWindow(b *store.Bucket, depart int64, quota bool) bool {
 	w := vw.window
 	if w == 0 {
 		w = ruleWindow(b)
 	}
 	own, covered, ok := vw.ledger.window(int64(w), depart)
-	return ok && refusal(own, time.Duration(covered), 1e9/float64(b.Interval))
+	if !ok {
+		return quota
+	}
+	return !refusal(own, time.Duration(covered), 1e9/float64(b.Interval))
 }
 
 // refusal reports whether a rejection met when the fleet had sent own in
@@ -477,7 +481,9 @@ func (vw *quotaView) read(b *store.Bucket, depart int64, sig header.Signal, now 
 			return countOnly, false, true
 		}
 		// A rejection's cap goes at once: the waiters a pause sends back
-		// book again at the rate in force when it ends.
+		// book again at the rate in force when it ends. It re-times the
+		// queue too (store.Cap.Retime): the window is full for sure.
+		best.Retime = sig.Limited
 		return best, sig.Limited, true
 	case requestQuotas(sig.Quotas) > 0 || !sig.Limited:
 		return store.Cap{}, false, false
@@ -497,7 +503,7 @@ func (vw *quotaView) read(b *store.Bucket, depart int64, sig header.Signal, now 
 		slope = ruleRate / (climbWindows * w.Seconds())
 	}
 	span := time.Duration((ruleRate - rate) / slope * 1e9)
-	return store.Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span)}, true, true
+	return store.Cap{Rate: rate, Slope: slope, Span: max(span, countOnly.Span), Retime: true}, true, true
 }
 
 // firstWindowDebt returns what a fleet that sent own over the first covered

@@ -257,18 +257,25 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 }
 
 // TestQuotaViewWholeSecondWait: a rejection's Retry-After of whole seconds
-// within the window, of a window not known to be fixed and not a refusal
-// the ledger tells, pauses for its lower bound (a second less) and at
-// least the no-wait backoff; a wait longer than the window, a fractional
-// one, a fixed window's and a refusal's are honoured whole.
+// within the window, of a window not known to be fixed, that is a full
+// window's (the ledger says so, or where it cannot tell, the rejection
+// reports its quota spent), pauses for its lower bound (a second less)
+// and at least the no-wait backoff; a wait longer than the window, a
+// fractional one, a fixed window's, a refusal's and a bare one the ledger
+// cannot place are honoured whole.
 func TestQuotaViewWholeSecondWait(t *testing.T) {
 	ms := int64(time.Millisecond)
 	oneSecond := header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}
 	read := func(views *Views, sig header.Signal, now int64) time.Duration {
 		return views.Read([]store.Bucket{quotaBucket()}, Booking{Depart: now}, sig, now).Pause
 	}
-	if d := read(NewViews(), oneSecond, 0); d != noWaitPause {
-		t.Errorf("1s, nothing known: %v, want the backoff's %v", d, noWaitPause)
+	if d := read(NewViews(), oneSecond, 0); d != time.Second {
+		t.Errorf("a bare 1s, nothing known: %v, want it whole", d)
+	}
+	exhausted := oneSecond
+	exhausted.Quotas = []header.Quota{{Name: "requests", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}
+	if d := read(NewViews(), exhausted, 0); d != noWaitPause {
+		t.Errorf("1s of a quota reported spent, nothing known: %v, want the backoff's %v", d, noWaitPause)
 	}
 	if d := read(NewViews(), header.Signal{Limited: true, RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}, 0); d != 1500*time.Millisecond {
 		t.Errorf("a fractional wait: %v, want it whole", d)

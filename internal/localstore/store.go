@@ -157,17 +157,20 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 	if b.Algorithm.Windowed() {
 		return store.Stretch{}, nil
 	}
-	// A cap that changes the interval re-times what the bucket booked
-	// ahead of now (or of its pause's end): see limit.lua. The stretched lead is
+	// A cut stretches what the bucket booked ahead of now (or of its
+	// pause's end), never a raise, and a cap that retimes says so: see
+	// limit.lua. The stretched lead is
 	// rounded up to a whole microsecond, as limit.lua's is, so that the
 	// two stores decide alike (internal/algorithm's conformance traces).
 	from := max(now, s.holds[b.Key])
 	var st store.Stretch
 	if tat := s.tats[b.Key]; tat > from {
-		if will := s.intervalLocked(b, now); will != was {
+		if will := s.intervalLocked(b, now); will > was {
 			lead := math.Ceil(float64(tat-from)*float64(will)/float64(was)/1e3) * 1e3
 			s.tats[b.Key] = from + int64(lead)
-			st = store.Stretch{From: time.Duration(from - now), Ratio: float64(will) / float64(was)}
+			if c.Retime {
+				st = store.Stretch{From: time.Duration(from - now), Ratio: float64(will) / float64(was)}
+			}
 		}
 	}
 	if c.Debt > paid {

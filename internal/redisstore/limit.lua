@@ -6,16 +6,19 @@
 -- replicas can tell what the fleet itself sent in the server's window. The
 -- count carries on from the cap in force, or starts at 1 (so that a
 -- counted bucket never reports 0, which stands for not counted). A pause's
--- hold is kept. A cap that changes the bucket's interval re-times what it
--- has booked ahead (the TAT past the later of now and the hold) by the new
--- interval over the old, so that the next slot comes where it would have
--- had those slots been booked under the cap, and the reply says so (the
--- stretch, store.Stretch) for every replica to re-time the waiters that
--- hold them alike: a cut met with a queue booked at the rule's rate (a
+-- hold is kept, and slots already booked keep their times; but a cap that
+-- slows the bucket also stretches what it has booked ahead (the TAT past
+-- the later of now and the hold) by the new interval over the old, so that
+-- the next slot comes where it would have had those slots been booked
+-- under the cap: a cut met with a queue booked at the rule's rate (a
 -- fleet's first window beside another consumer) would otherwise take
--- effect only after the queue, which fills the server's window meanwhile,
--- and a raise after a cut would leave the queue at the cut's pace, so
--- that caps that wander with the readings ratchet the queue ever later
+-- effect only after the queue, which fills the server's window meanwhile.
+-- A cap that retimes (a rejection's: the window is full) says so in the
+-- reply (the stretch, store.Stretch), for every replica to re-time the
+-- waiters that hold those slots alike; any other cap's stretch moves only
+-- what books after it. A cap that speeds the bucket up does not compress:
+-- the other replicas' waiters keep their later slots, and new bookings
+-- slipped in before them would be a burst
 -- (localstore's Store.Limit is the same). A debt (what
 -- the fleet sent beyond the cap's pace since the count began, units of
 -- cost; see store.Cap.Debt) is a high-water mark of the count: the part of
@@ -28,22 +31,23 @@
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[7i-5] … ARGV[7i+1]   bucket i's rate0 (units per second, ≥ 0),
+-- ARGV[8i-6] … ARGV[8i+1]   bucket i's rate0 (units per second, ≥ 0),
 --           slope (units per second per second, ≥ 0), span (µs, ≥ 1),
 --           algorithm code, window in µs (0 for a leaky or token bucket),
---           rule interval in µs (≥ 1) and debt (units of cost, ≥ 0).
+--           rule interval in µs (≥ 1), debt (units of cost, ≥ 0) and
+--           retime (1: the waiters follow the stretch, 0: they do not).
 --
 -- Reply: three integers per bucket, the stretch of its booked lead (see
 -- store.Stretch): where it starts, in µs from now, and the new and old
 -- intervals in µs, whose ratio is the stretch's; 0, 0, 0 when nothing was
--- stretched.
+-- stretched or the cap does not retime.
 
 local now = now_us(ARGV[1])
 local W = windowLib()
 local reply = {}
 for i = 1, #KEYS do
   reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = 0, 0, 0
-  local j = 7 * i - 5
+  local j = 8 * i - 6
   local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2]), 0}
   if (tonumber(ARGV[j + 3]) or 0) < 2 then
     local tat, old, _, hold, n = load(KEYS[i], now)
@@ -60,9 +64,11 @@ for i = 1, #KEYS do
     end
     if tat > from then
       local was, will = interval(iv, old, now), interval(iv, a, now)
-      if will ~= was then
+      if will > was then
         tat = from + math.ceil((tat - from) * will / was)
-        reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = from - now, will, was
+        if ARGV[j + 7] == "1" then
+          reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = from - now, will, was
+        end
       end
     end
     local debt = tonumber(ARGV[j + 6]) or 0

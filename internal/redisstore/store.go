@@ -747,7 +747,7 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 
 func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	span := max(spanMicros(c.Span, true), 1)
-	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0))
+	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0), retimeArg(c.Retime))
 	if err != nil {
 		return store.Stretch{}, err
 	}
@@ -760,6 +760,14 @@ func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.S
 		s.publishStretch(ctx, b, st)
 	}
 	return st, nil
+}
+
+// retimeArg is limit.lua's retime argument.
+func retimeArg(retime bool) int {
+	if retime {
+		return 1
+	}
+	return 0
 }
 
 // stretchOf reads limit.lua's stretch of a bucket: where it starts, in µs

@@ -71,23 +71,32 @@ type Store interface {
 // that no Limit since the count began has paid, at the capped interval, so
 // that replicas that read the same count pay it once. A window bucket
 // ignores it.
+//
+// Retime asks, of a cap that slows the bucket, that the waiters on the
+// slots it stretches follow them (Stretch); without it the stretch moves
+// only what books after the cap. internal/feedback sets it for a
+// rejection's cap, whose window is full for sure: a success's reading may
+// be off by its slack, and re-timing a whole queue on it made a false
+// cut cost a fleet alone on its quota most of a second.
 type Cap struct {
-	Rate  float64
-	Slope float64
-	Span  time.Duration
-	Debt  float64
+	Rate   float64
+	Slope  float64
+	Span   time.Duration
+	Debt   float64
+	Retime bool
 }
 
-// Stretch is what a Store.Limit that changed a leaky or token bucket's
-// interval did to the slots it had booked ahead: each slot s later than
-// From (the store's now, or the end of the bucket's pause, as an offset
-// from the store's now) moved to From + (s − From)·Ratio, the new
-// interval over the old, so that the next slot comes where it would have
-// had they all been booked under the cap: a cut stretches them (Ratio
-// above 1), a raise compresses them (below 1). The slots' waiters, which
-// sleep on their old times in every replica, are re-timed alike (the
-// Transport's queue; other replicas hear of it on the Redis store's pause
-// channel). The zero value, Ratio 0, moves nothing; so does 1.
+// Stretch is what a Store.Limit of a cap that retimes (Cap.Retime) and
+// slows a leaky or token bucket did to the slots it had booked ahead: each
+// slot s later than From (the store's now, or the end of the bucket's
+// pause, as an offset from the store's now) moved to From + (s − From)·
+// Ratio, the new interval over the old, so that the next slot comes where
+// it would have had they all been booked under the cap. The slots'
+// waiters, which sleep on their old times in every replica, are re-timed
+// alike (the Transport's queue; other replicas hear of it on the Redis
+// store's pause channel). The zero value, Ratio 0, moves nothing; so does
+// 1. The stores never compress (a Ratio below 1), but the type and the
+// queue handle it.
 type Stretch struct {
 	From  time.Duration
 	Ratio float64
