@@ -26,6 +26,17 @@ func departAsync(t *testing.T, q *waitQueue, clk *fakeclock.Clock, b store.Bucke
 	return done
 }
 
+// sleepingOne is a queue with one waiter of b asleep for wait, its budget
+// ending at latest, on a fake clock at epoch.
+func sleepingOne(t *testing.T, b store.Bucket, wait time.Duration, latest time.Time) (*fakeclock.Clock, *waitQueue, <-chan departed) {
+	t.Helper()
+	clk := fakeclock.New(epoch)
+	q := newWaitQueue(10)
+	d := departAsync(t, q, clk, b, wait, latest)
+	clk.WaitTimers(1)
+	return clk, q, d
+}
+
 type departed struct {
 	slot time.Time
 	err  error
@@ -82,10 +93,7 @@ func TestWaitQueueStretch(t *testing.T) {
 	})
 
 	t.Run("a stretch beyond the budget fails at once", func(t *testing.T) {
-		clk := fakeclock.New(epoch)
-		q := newWaitQueue(10)
-		d := departAsync(t, q, clk, b, 500*time.Millisecond, epoch.Add(time.Second))
-		clk.WaitTimers(1)
+		clk, q, d := sleepingOne(t, b, 500*time.Millisecond, epoch.Add(time.Second))
 		q.stretch([]string{"api"}, store.Stretch{Ratio: 3}, epoch.UnixNano(), epoch.UnixNano())
 		r := <-d
 		if !errors.Is(r.err, errStretched) || !r.slot.Equal(epoch.Add(1500*time.Millisecond)) || !r.at.Equal(epoch) {
@@ -97,10 +105,7 @@ func TestWaitQueueStretch(t *testing.T) {
 	})
 
 	t.Run("a raise compresses; a ratio of 1, or none, moves nothing", func(t *testing.T) {
-		clk := fakeclock.New(epoch)
-		q := newWaitQueue(10)
-		d := departAsync(t, q, clk, b, 500*time.Millisecond, epoch.Add(time.Hour))
-		clk.WaitTimers(1)
+		clk, q, d := sleepingOne(t, b, 500*time.Millisecond, epoch.Add(time.Hour))
 		q.stretch([]string{"api"}, store.Stretch{Ratio: 1}, epoch.UnixNano(), epoch.UnixNano())
 		q.stretch([]string{"api"}, store.Stretch{}, epoch.UnixNano(), epoch.UnixNano())
 		// From 100 ms on, halved: 500 ms → 300 ms.

@@ -115,8 +115,9 @@ type heardStretch struct {
 }
 
 // TestRedisStretchPublished: a cap that retimes (store.Cap.Retime) and
-// slows a bucket with slots booked ahead returns the stretch it made (store.Stretch: from the store's now,
-// the new interval over the old) and publishes it, and every other store
+// slows a bucket with slots booked ahead returns the stretch it made
+// (store.Stretch: from the store's now, the new interval over the old)
+// and publishes it, and every other store
 // of the namespace hears it, with the bucket's key, its start and its
 // ratio; the store that made it does not (its caller re-times its own
 // waiters). A cap that leaves the interval as it is, one that does not
