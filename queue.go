@@ -203,7 +203,10 @@ var errStretched = errors.New("throttle: the slot was stretched beyond the reque
 func (q *waitQueue) depart(ctx context.Context, c Clock, bs []store.Bucket, wait, tolerance time.Duration, latest time.Time) (time.Time, error) {
 	booked := c.Now()
 	z := q.fallAsleep(bs, booked.Add(wait).UnixNano(), booked.UnixNano())
-	at, err := q.sleepUntilSlot(ctx, c, z, latest.UnixNano())
+	// The slot as booked is within the budget whatever latest says (the
+	// wait counts from the store's decision, and a window's guard adds to
+	// it): only a stretch beyond both fails.
+	at, err := q.sleepUntilSlot(ctx, c, z, max(latest.UnixNano(), z.slot))
 	q.wake(bs, z)
 	slot := time.Unix(0, at)
 	if err != nil {

@@ -104,6 +104,14 @@ func TestWaitQueueStretch(t *testing.T) {
 		}
 	})
 
+	t.Run("a slot booked past latest, unmoved, is kept", func(t *testing.T) {
+		clk, _, d := sleepingOne(t, b, 500*time.Millisecond, epoch.Add(400*time.Millisecond))
+		clk.Advance(500 * time.Millisecond)
+		if r := <-d; r.err != nil || !r.slot.Equal(epoch.Add(500*time.Millisecond)) {
+			t.Errorf("left %v at %v, want nil at 500ms", r.err, r.slot.Sub(epoch))
+		}
+	})
+
 	t.Run("a raise compresses; a ratio of 1, or none, moves nothing", func(t *testing.T) {
 		clk, q, d := sleepingOne(t, b, 500*time.Millisecond, epoch.Add(time.Hour))
 		q.stretch([]string{"api"}, store.Stretch{Ratio: 1}, epoch.UnixNano(), epoch.UnixNano())
