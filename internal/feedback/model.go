@@ -223,11 +223,7 @@ func roundedWithin(bs []store.Bucket, vws []*quotaView, wait time.Duration) bool
 		return false
 	}
 	for i, vw := range vws {
-		w := vw.window
-		if w == 0 {
-			w = ruleWindow(&bs[i])
-		}
-		if vw.fixed || wait > w {
+		if vw.fixed || wait > vw.windowOr(&bs[i]) {
 			return false
 		}
 	}
@@ -264,15 +260,20 @@ func slidingWindow(b *store.Bucket) bool {
 // slept), the rejection reports the quota (quota: its window is spent).
 // A bare rejection the ledger cannot place is no window's for sure.
 func (vw *quotaView) fullWindow(b *store.Bucket, depart int64, quota bool) bool {
-	w := vw.window
-	if w == 0 {
-		w = ruleWindow(b)
-	}
-	own, covered, ok := vw.ledger.window(int64(w), depart)
+	own, covered, ok := vw.ledger.window(int64(vw.windowOr(b)), depart)
 	if !ok {
 		return quota
 	}
 	return !refusal(own, time.Duration(covered), 1e9/float64(b.Interval))
+}
+
+// windowOr returns the shortest window a reading has needed (quotaWindow),
+// or b's rule window before any.
+func (vw *quotaView) windowOr(b *store.Bucket) time.Duration {
+	if vw.window > 0 {
+		return vw.window
+	}
+	return ruleWindow(b)
 }
 
 // refusal reports whether a rejection met when the fleet had sent own in
@@ -358,11 +359,10 @@ func (vw *quotaView) decide(b *store.Bucket, depart int64, counted bool, sig hea
 	// one is not: its room is the fleet's own sending, which a count
 	// begun a few milliseconds before puts at a few units (an 8x16 fleet
 	// beside Stripe's no-timing 429s was capped at 8/s). A success of
-	// such a request is not either: in
-	// the first window, readings of the requests booked before the first
-	// answer are many, and each early one scales the noise of a few
-	// units to a window (measured, 8x16 outside: 0.57 of what remains
-	// reading them, 0.67-0.70 not).
+	// such a request is not either: in the first window, readings of the
+	// requests booked before the first answer are many, and each early
+	// one scales the noise of a few units to a window (measured, 8x16
+	// outside: 0.57 of what remains reading them, 0.67-0.70 not).
 	return spec, force, ok
 }
 
