@@ -292,7 +292,9 @@ const maxRuns = 3
 // sixteen requests beyond their deadline in two dips a couple of seconds
 // apart, and passed in ten runs alone under -race; its cause is not
 // found). The table keeps what the first run failed, and the workers'
-// mode changes are logged to tell an outage trip apart.
+// mode changes are logged to tell an outage trip apart. A failure that
+// stands after its last run, when that run stalled, is judged against a
+// paired control run at once (see control).
 func (m *matrix) runCell(t *testing.T, c cell) {
 	r := row{cell: c, state: aborted}
 	defer func() { m.rows = append(m.rows, r) }()
@@ -337,17 +339,83 @@ func (m *matrix) runCell(t *testing.T, c cell) {
 		t.Logf("failed (%s) while the machine stalled %v (worth %d requests): running the cell again",
 			strings.Join(r.failures, "; "), on.stalled.Round(time.Millisecond), on.stallSlots)
 	}
+	if len(r.failures) > 0 && r.known == "" && r.on.stalled > 0 && m.fits(t, c) {
+		m.control(t, c, &r)
+	}
 	for _, msg := range r.failures {
-		if r.known != "" {
+		switch {
+		case r.known != "":
 			t.Logf("known failure (%s): %s", r.known, msg)
-			continue
+		case r.machineBound:
+			t.Logf("machine-bound (the rules alone, run just after, fell short too: %.3f; see control): %s", r.control.used, msg)
+		default:
+			t.Errorf("%s", msg)
 		}
-		t.Errorf("%s", msg)
 	}
 	if r.known != "" && len(r.failures) == 0 {
 		t.Logf("listed as a known failure (%s) but passed: take it off knownFailures", r.known)
 	}
 	t.Logf("%s", r.markdown())
+}
+
+// maxMachineBound is how many cells of a matrix may be judged against a
+// paired control (see control) rather than their gates: more, and the
+// machine stalled through so much of the matrix that it measured too
+// little to pass. Two is one cell more than the worst CI run on record
+// needed (one, 8x16_sliding-1s_retry-after_pause_b2, 2026-12-03).
+const maxMachineBound = 2
+
+// control runs the baseline of a cell whose last run failed while the
+// machine stalled again, at once: the rules alone, on the same machine in
+// the same minute. When they too fall short of what they give on a quiet
+// machine (baselineShort), the machine could not deliver the quota then,
+// neither to the rules alone nor to feedback, and the failure says
+// nothing of feedback; the cell is then judged against that control
+// instead of its gates (pairedGates): feedback must do no worse than the
+// rules alone beside it. Seen in CI: the cell above ran three times at
+// 147–186/s before its pause (no rejection yet, so no feedback acted),
+// its baseline minutes earlier at 196/s, and passed at 0.980 on a quiet
+// host. A control that reaches its level leaves the failure standing.
+func (m *matrix) control(t *testing.T, c cell, r *row) {
+	fr := runFleet(t, m.rs, c, true, m.scale)
+	cf := measure(fr)
+	logRun(t, fr, cf)
+	if !baselineShort(c, cf, 0) {
+		t.Logf("control: the rules alone, run just after, used %.3f: the machine did not hold the fleet back, the failure stands", cf.used)
+		return
+	}
+	r.control = &cf
+	r.controlFailures = pairedGates(c, r.on, cf)
+	r.machineBound = len(r.controlFailures) == 0
+	for _, msg := range r.controlFailures {
+		t.Errorf("%s", msg)
+	}
+}
+
+// pairedGates returns a message for every way a run did worse than its
+// paired control (see control): less use (beyond offMargin), more
+// rejections or failed calls; and for the gates no machine excuses, the
+// pause's own (arrivals in it, probes).
+func pairedGates(c cell, on, ctl figures) []string {
+	var fails []string
+	fail := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
+	if on.used < ctl.used-offMargin {
+		fail("gate paired use: feedback used %.3f, the rules alone run just after it %.3f, want on ≥ control − %.2f", on.used, ctl.used, offMargin)
+	}
+	if c.scenario == steady && on.rejected > ctl.rejected {
+		fail("gate paired rejections: %d rejected, the rules alone run just after it %d, want no more", on.rejected, ctl.rejected)
+	}
+	if on.failed > ctl.failed {
+		fail("gate paired failed calls: %d failed, the rules alone run just after it %d, want no more", on.failed, ctl.failed)
+	}
+	if c.scenario == pause {
+		if c.shape.Timed() && on.inPause > 0 {
+			fail("gate in pause: %d fleet requests arrived in the pause after the grace, want none", on.inPause)
+		} else if !c.shape.Timed() && on.probeRate > maxProbeRate {
+			fail("gate probes: %.1f/s fleet requests in the pause after the grace, want ≤ %.0f/s", on.probeRate, maxProbeRate)
+		}
+	}
+	return fails
 }
 
 // stallRejected reports whether a run's rejections (a pause cell's:
@@ -483,6 +551,12 @@ type row struct {
 	failedOnce []string
 	// known is why the cell is a known failure (see knownFailures), or "".
 	known string
+	// control is the paired baseline run after a stalled failure, when
+	// it fell short too (see matrix.control); machineBound that the run
+	// did no worse than it, controlFailures how it did.
+	control         *figures
+	machineBound    bool
+	controlFailures []string
 }
 
 // rowState is how far a cell got.
@@ -530,6 +604,13 @@ func (r row) markdown() string {
 		if r.stallsExplain {
 			result += " (stalls could explain it)"
 		}
+		if r.control != nil {
+			if r.machineBound {
+				result += fmt.Sprintf(" (machine-bound: the rules alone just after %.3f, no better)", r.control.used)
+			} else {
+				result += fmt.Sprintf(" (worse than the rules alone just after, %.3f: %s)", r.control.used, gateNames(r.controlFailures))
+			}
+		}
 		if r.known != "" {
 			result += " (known)"
 		}
@@ -564,7 +645,7 @@ func gateNames(fails []string) string {
 func (m *matrix) report(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(tableHeader + "\n")
-	pass, known := 0, 0
+	pass, known, bound := 0, 0, 0
 	for _, r := range m.rows {
 		b.WriteString(r.markdown() + "\n")
 		switch {
@@ -572,9 +653,14 @@ func (m *matrix) report(t *testing.T) {
 			pass++
 		case r.known != "":
 			known++
+		case r.machineBound:
+			bound++
 		}
 	}
-	fmt.Fprintf(&b, "\n%d of %d cells pass, %d fail as known (scale %v).\n", pass, len(m.rows), known, m.scale)
+	fmt.Fprintf(&b, "\n%d of %d cells pass, %d fail as known, %d machine-bound (scale %v).\n", pass, len(m.rows), known, bound, m.scale)
+	if bound > maxMachineBound {
+		t.Errorf("%d cells machine-bound, want ≤ %d: the machine stalled through too much of the matrix to measure it", bound, maxMachineBound)
+	}
 	t.Logf("scenario matrix:\n%s", b.String())
 	if m.tablePath != "" {
 		if err := os.WriteFile(m.tablePath, []byte(b.String()), 0o644); err != nil {
