@@ -74,13 +74,15 @@ const (
 var errCallTimeout = errors.New("throttle: redis call timed out")
 
 // do sends c's arguments (one EVALSHA) and returns the reply, a string or an
-// error. c belongs to the batcher from then on: the caller must not touch it
-// after do returns.
+// error, and how long the call waited in the queue before it went to Redis
+// (0 when it went at once): Redis decided no earlier than that after do
+// was called. c belongs to the batcher from then on: the caller must not
+// touch it after do returns.
 //
 // timeout, when positive, bounds the wait on top of ctx, without a context
 // of its own (guard mode only: a client that honours deadlines needs them
 // in ctx): the call then ends with errCallTimeout.
-func (b *scriptBatcher) do(ctx context.Context, c *scriptCall, timeout time.Duration) (string, error) {
+func (b *scriptBatcher) do(ctx context.Context, c *scriptCall, timeout time.Duration) (string, time.Duration, error) {
 	b.mu.Lock()
 	if b.inFlight < maxInFlight {
 		b.inFlight++
@@ -99,9 +101,10 @@ func (b *scriptBatcher) do(ctx context.Context, c *scriptCall, timeout time.Dura
 		reply, err := c.reply, c.err
 		b.handOff()
 		putScriptCall(c)
-		return reply, err
+		return reply, 0, err
 	}
 	c.state.Store(callQueued)
+	c.enqueued = time.Now()
 	b.queue = append(b.queue, c)
 	timer := c.arm(timeout)
 	b.mu.Unlock()
@@ -110,18 +113,18 @@ func (b *scriptBatcher) do(ctx context.Context, c *scriptCall, timeout time.Dura
 
 // wait waits for c's reply, or for its turn to lead, or for ctx to end, or
 // for timer (c's, armed, or nil) to fire.
-func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall, timer <-chan time.Time) (string, error) {
+func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall, timer <-chan time.Time) (string, time.Duration, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
 		if c.giveUp() {
-			return "", context.Cause(ctx)
+			return "", 0, context.Cause(ctx)
 		}
 		// Its reply or its turn to lead came in just now.
 		<-c.ready
 	case <-timer:
 		if c.giveUp() {
-			return "", errCallTimeout
+			return "", 0, errCallTimeout
 		}
 		<-c.ready
 	}
@@ -131,9 +134,9 @@ func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall, timer <-chan ti
 	if c.state.Load() == callLeading {
 		return b.lead(ctx, c)
 	}
-	reply, err := c.reply, c.err
+	reply, queued, err := c.reply, c.queued, c.err
 	putScriptCall(c)
-	return reply, err
+	return reply, queued, err
 }
 
 // giveUp marks c as left by its caller, and reports whether it was in
@@ -160,23 +163,24 @@ func (c *scriptCall) arm(timeout time.Duration) <-chan time.Time {
 
 // lead sends the queue, c's call included unless c's caller has already
 // given up, then passes the lead on.
-func (b *scriptBatcher) lead(ctx context.Context, c *scriptCall) (string, error) {
+func (b *scriptBatcher) lead(ctx context.Context, c *scriptCall) (string, time.Duration, error) {
 	batch := b.take()
 	mine := ctx.Err() == nil
 	if mine {
 		c.state.Store(callTaken)
+		c.queued = time.Since(c.enqueued)
 		batch = append(batch, c)
 	}
 	if len(batch) > 0 {
 		b.send(ctx, c, batch)
 	}
-	reply, err := c.reply, c.err
+	reply, queued, err := c.reply, c.queued, c.err
 	if !mine {
 		err = context.Cause(ctx)
 	}
 	b.handOff()
 	putScriptCall(c)
-	return reply, err
+	return reply, queued, err
 }
 
 // take empties the queue and returns the calls in it still wanted, each
@@ -187,8 +191,13 @@ func (b *scriptBatcher) take() []*scriptCall {
 	b.queue = nil // q's array becomes the batch's
 	b.mu.Unlock()
 	batch := q[:0]
+	var now time.Time
 	for _, c := range q {
 		if c.state.CompareAndSwap(callQueued, callTaken) {
+			if now.IsZero() {
+				now = time.Now() // one clock read a batch
+			}
+			c.queued = now.Sub(c.enqueued)
 			batch = append(batch, c)
 		} else {
 			putScriptCall(c) // given up: never sent
@@ -508,8 +517,12 @@ type scriptCall struct {
 	// timer bounds its caller's wait (do's timeout), made once and Reset
 	// for every call; only the caller reads it.
 	timer *time.Timer
-	reply string
-	err   error
+	// enqueued is when the call joined the queue, queued how long it
+	// waited there before it was taken to go to Redis (do's queued).
+	enqueued time.Time
+	queued   time.Duration
+	reply    string
+	err      error
 }
 
 // begin starts c's args: the EVALSHA, its keys (c.keys, by pointer), and
@@ -582,5 +595,6 @@ func putScriptCall(c *scriptCall) {
 	c.tag = ""
 	c.bs, c.beat, c.deadline = nil, false, time.Time{}
 	c.reply, c.err = "", nil
+	c.enqueued, c.queued = time.Time{}, 0
 	scriptCalls.Put(c)
 }

@@ -112,7 +112,8 @@ func waitQueued(t *testing.T, b *scriptBatcher, n int) {
 // callers pile up behind the calls in flight, then lets it go: the queued
 // requests leave together as one reserve_batch.lua call, and the bucket
 // admits exactly its burst among them, NOSCRIPT included (the script cache
-// is flushed first).
+// is flushed first). Each queued request reports its wait in the queue
+// (Reservation.Queued), at least the hold; those that went at once none.
 func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 	t.Parallel()
 	for _, tc := range batchClients {
@@ -132,7 +133,8 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			const callers = maxBatchRequests + 40
 			srv.Pause()
 			var wg sync.WaitGroup
-			var admitted, rejected atomic.Int64
+			var admitted, rejected, queued, immediate atomic.Int64
+			const hold = 20 * time.Millisecond
 			call := func() {
 				defer wg.Done()
 				r, err := s.Reserve(ctx, bs, 0)
@@ -144,6 +146,14 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 				default:
 					rejected.Add(1)
 				}
+				switch {
+				case r.Queued >= hold:
+					queued.Add(1)
+				case r.Queued == 0:
+					immediate.Add(1)
+				default:
+					t.Errorf("queued %v: neither at once nor through the hold", r.Queued)
+				}
 			}
 			wg.Add(callers)
 			for range maxInFlight {
@@ -154,10 +164,14 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 				go call()
 			}
 			waitQueued(t, s.batch, callers-maxInFlight)
+			time.Sleep(hold)
 			srv.Resume()
 			wg.Wait()
 			if admitted.Load() != 25 || rejected.Load() != callers-25 {
 				t.Errorf("admitted %d, rejected %d; want 25 and %d", admitted.Load(), rejected.Load(), callers-25)
+			}
+			if queued.Load() != callers-maxInFlight || immediate.Load() != maxInFlight {
+				t.Errorf("%d reported a wait in the queue, %d none; want %d and %d", queued.Load(), immediate.Load(), callers-maxInFlight, maxInFlight)
 			}
 			stats := commandStats(t, ctx, rdb)
 			// Every request read its bucket once; the booked ones wrote

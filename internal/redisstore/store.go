@@ -512,7 +512,7 @@ func (s *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 	if err != nil {
 		return store.Reservation{}, err
 	}
-	r := store.Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration()}
+	r := store.Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration(), Queued: g.queued}
 	if g.ok {
 		r.Counts, r.Deferred, r.Undo = u.counts, u.deferred(), u
 	}
@@ -554,6 +554,7 @@ type groupReply struct {
 	wait    int64
 	limiter int
 	held    int64
+	queued  time.Duration // the call's wait in the batcher's queue
 }
 
 func (g groupReply) waitDuration() time.Duration { return microsDuration(g.wait) }
@@ -642,14 +643,16 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 		defer cancel()
 		c.deadline, _ = cctx.Deadline()
 	}
-	reply, err := s.batch.do(cctx, c, timeout) // c is the batcher's from here on
+	reply, queued, err := s.batch.do(cctx, c, timeout) // c is the batcher's from here on
 	if err == errCallTimeout {
 		return groupReply{}, fmt.Errorf("throttle: redis reserve: %w after %v", store.ErrTimeout, timeout)
 	}
 	if err != nil {
 		return groupReply{}, s.failed("reserve", ctx, cctx, err)
 	}
-	return s.parseReserve(reply, bs, out, q.beat)
+	g, err := s.parseReserve(reply, bs, out, q.beat)
+	g.queued = queued
+	return g, err
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.

@@ -207,6 +207,12 @@ type Reservation struct {
 	// after it (waitQueue.hold). The Redis store reports it; the local
 	// store, whose one process already holds its waiters, does not.
 	Held time.Duration
+	// Queued is how long the call waited in the store's client before it
+	// went to the server (the Redis store's batcher queue), 0 when it went
+	// at once or the store cannot tell: the decision came no earlier than
+	// that after the call. The Transport reckons the decision's moment
+	// from it (see Transport.acquireOnce).
+	Queued time.Duration
 	// Unreported is set when the store took no report of units sent
 	// (Bucket.Sent) with the booking: the outage store booked it in an
 	// outage mode (local share buckets, or fail open), which keeps no
