@@ -157,6 +157,47 @@ func TestQuotaViewFirstWindowDebt(t *testing.T) {
 	}
 }
 
+// TestQuotaViewFirstWindowPeers: in the first window, each other live
+// replica may hold one request's units it has not reported yet (see
+// read): the units seven idle peers sent are no one else's, and scaled to
+// a window they would cap the fleet; later windows read them unscaled.
+func TestQuotaViewFirstWindowPeers(t *testing.T) {
+	ms := int64(time.Millisecond)
+	b := quotaBucket()
+	for _, tc := range []struct {
+		name      string
+		from      int64   // the count began this long before the reading
+		own       float64 // units a second the fleet sent
+		remaining int64
+		peers     int64
+		wantRate  float64 // 0: no cap, the rule
+	}{
+		// own 25, the server counted 32: seven more, one per peer.
+		{name: "seven idle peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 7, wantRate: 0},
+		// The same reading alone: an outside consumer's 7 (see
+		// TestQuotaViewFirstWindowDebt).
+		{name: "alone, first window", from: 250 * ms, own: 98, remaining: 68, peers: 0, wantRate: 78},
+		// Beyond one request a peer, the rest is others', scaled: 3 +
+		// (7 − 3 − 3)·4 = 7, the room 90 a window.
+		{name: "three peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 3, wantRate: 90},
+		// A later window: own 68, others 30 whatever the peers.
+		{name: "seven peers, a later window", from: 3000 * ms, own: 68, remaining: 2, peers: 7, wantRate: 67},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := 30 * int64(time.Second)
+			vw := &quotaView{peers: tc.peers}
+			fill(vw, &b, 1, now-tc.from, now, tc.own)
+			spec, _, ok := vw.decide(&b, now, true, header.Signal{Quotas: []header.Quota{xrl(100, tc.remaining, time.Second)}}, now)
+			if !ok {
+				t.Fatal("decide said nothing")
+			}
+			if math.Abs(spec.Rate-tc.wantRate) > 1 {
+				t.Errorf("cap %.2f/s, want %.2f/s", spec.Rate, tc.wantRate)
+			}
+		})
+	}
+}
+
 // TestQuotaViewFixedWindow: a reset that stays put for longer than its
 // rounding can explain makes the window fixed; what remains is then spread
 // until the reset, and a success reporting none left pauses until it.

@@ -32,6 +32,24 @@ type Views struct {
 	// (quotaView.counted), and len the views, both read without mu for the
 	// same reason.
 	counted, len atomic.Int32
+	// fleet returns the live replicas of the fleet (see CountFleet), or
+	// nil when this process knows of no other.
+	fleet func() int64
+}
+
+// CountFleet gives the views the live replicas of the fleet, as a store's
+// heartbeat counts them (0 while it cannot tell): a reading in its first
+// window allows each other replica one request's units it has not
+// reported yet (see quotaView.read). Call it before the views are used;
+// it is not safe beside them.
+func (v *Views) CountFleet(size func() int64) { v.fleet = size }
+
+// peers returns the other live replicas of the fleet, 0 when unknown.
+func (v *Views) peers() int64 {
+	if v.fleet == nil {
+		return 0
+	}
+	return max(v.fleet()-1, 0)
 }
 
 // quotaView is what this process knows of one bucket's quota at the server.
@@ -44,6 +62,8 @@ type quotaView struct {
 	// sliding is set when the bucket is a sliding log's or a sliding
 	// counter's (see slidingWindow).
 	sliding bool
+	// peers is the other live replicas at the reading (Views.peers).
+	peers int64
 	// strikes counts rejections in a row that named no wait.
 	strikes int
 	// pausedUntil is the end of the latest pause this process knows of.
