@@ -111,11 +111,14 @@ func TestQuotaViewUncounted(t *testing.T) {
 	}
 }
 
-// TestQuotaViewFirstWindowDebt: in the count's first window nothing the
+// TestQuotaViewFirstWindow: in the count's first window nothing the
 // fleet sent has left the server's window, so what it sent beyond the
 // cap's pace is a debt, to be paid once; a fleet alone, or one past its
-// first window, owes none.
-func TestQuotaViewFirstWindowDebt(t *testing.T) {
+// first window, owes none. Each other live replica may hold one request's
+// units it has not reported yet (see read): the units seven idle peers
+// sent are no one else's, and scaled to a window they would cap the
+// fleet; later windows read them unscaled.
+func TestQuotaViewFirstWindow(t *testing.T) {
 	ms := int64(time.Millisecond)
 	b := quotaBucket()
 	for _, tc := range []struct {
@@ -123,7 +126,8 @@ func TestQuotaViewFirstWindowDebt(t *testing.T) {
 		from      int64   // the count began this long before the reading
 		own       float64 // units a second the fleet sent
 		remaining int64
-		wantRate  float64
+		peers     int64
+		wantRate  float64 // 0: no cap, the rule
 		wantDebt  float64
 	}{
 		// 250 ms at 98/s: own 25 (the ledger counts whole units); an
@@ -136,10 +140,17 @@ func TestQuotaViewFirstWindowDebt(t *testing.T) {
 		// A full window: own 68, others 30, the room 67 a window;
 		// nothing of the start is left in it.
 		{name: "shared, a later window", from: 3000 * ms, own: 68, remaining: 2, wantRate: 67, wantDebt: 0},
+		// The first reading again, the server's 7 more one per peer.
+		{name: "seven idle peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 7, wantRate: 0, wantDebt: 0},
+		// Beyond one request a peer, the rest is others', scaled: 3 +
+		// (7 − 3 − 3)·4 = 7, the room 90 a window.
+		{name: "three peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 3, wantRate: 90, wantDebt: 2.5},
+		// A later window reads others' 30 whatever the peers.
+		{name: "seven peers, a later window", from: 3000 * ms, own: 68, remaining: 2, peers: 7, wantRate: 67, wantDebt: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := 30 * int64(time.Second)
-			vw := &quotaView{}
+			vw := &quotaView{peers: tc.peers}
 			fill(vw, &b, 1, now-tc.from, now, tc.own)
 			spec, _, ok := vw.decide(&b, now, true, header.Signal{Quotas: []header.Quota{xrl(100, tc.remaining, time.Second)}}, now)
 			if !ok {
@@ -154,47 +165,6 @@ func TestQuotaViewFirstWindowDebt(t *testing.T) {
 	// end, what the fleet sent early has left the server's window.
 	if d := firstWindowDebt(90, int64(900*time.Millisecond), time.Second, 8); d != 0.8 {
 		t.Errorf("debt %.3f, want the 0.8 that 100 ms at 8/s pays", d)
-	}
-}
-
-// TestQuotaViewFirstWindowPeers: in the first window, each other live
-// replica may hold one request's units it has not reported yet (see
-// read): the units seven idle peers sent are no one else's, and scaled to
-// a window they would cap the fleet; later windows read them unscaled.
-func TestQuotaViewFirstWindowPeers(t *testing.T) {
-	ms := int64(time.Millisecond)
-	b := quotaBucket()
-	for _, tc := range []struct {
-		name      string
-		from      int64   // the count began this long before the reading
-		own       float64 // units a second the fleet sent
-		remaining int64
-		peers     int64
-		wantRate  float64 // 0: no cap, the rule
-	}{
-		// own 25, the server counted 32: seven more, one per peer.
-		{name: "seven idle peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 7, wantRate: 0},
-		// The same reading alone: an outside consumer's 7 (see
-		// TestQuotaViewFirstWindowDebt).
-		{name: "alone, first window", from: 250 * ms, own: 98, remaining: 68, peers: 0, wantRate: 78},
-		// Beyond one request a peer, the rest is others', scaled: 3 +
-		// (7 − 3 − 3)·4 = 7, the room 90 a window.
-		{name: "three peers, first window", from: 250 * ms, own: 98, remaining: 68, peers: 3, wantRate: 90},
-		// A later window: own 68, others 30 whatever the peers.
-		{name: "seven peers, a later window", from: 3000 * ms, own: 68, remaining: 2, peers: 7, wantRate: 67},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			now := 30 * int64(time.Second)
-			vw := &quotaView{peers: tc.peers}
-			fill(vw, &b, 1, now-tc.from, now, tc.own)
-			spec, _, ok := vw.decide(&b, now, true, header.Signal{Quotas: []header.Quota{xrl(100, tc.remaining, time.Second)}}, now)
-			if !ok {
-				t.Fatal("decide said nothing")
-			}
-			if math.Abs(spec.Rate-tc.wantRate) > 1 {
-				t.Errorf("cap %.2f/s, want %.2f/s", spec.Rate, tc.wantRate)
-			}
-		})
 	}
 }
 
