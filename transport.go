@@ -421,6 +421,11 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		r.Wait += windowGuard(&bs[r.Limiter])
 	}
 	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts}
+	if r.Wait > 0 {
+		// The slots before this one were booked from the later of now
+		// and the end of a pause in force (the store books after it).
+		bk.QueueFrom = now.Add(max(r.Held, 0)).UnixNano()
+	}
 	t.views.Booked(bs, &r, sent.UnixNano(), now.UnixNano())
 	// departed is when the request leaves: now, unless it waited.
 	departed := now

@@ -270,10 +270,12 @@ func TestQuotaViewNoWaitBackoff(t *testing.T) {
 // TestQuotaViewWholeSecondWait: a rejection's Retry-After of whole seconds
 // within the window, of a window not known to be fixed, that is a full
 // window's (the ledger says so, or where it cannot tell, the rejection
-// reports its quota spent), pauses for its lower bound (a second less)
-// and at least the no-wait backoff; a wait longer than the window, a
-// fractional one, a fixed window's, a refusal's and a bare one the ledger
-// cannot place are honoured whole.
+// reports its quota spent, or the request left at the end of a queue of
+// half the window, or a full window was read less than half a window
+// before), pauses for its lower bound (a second less) and at
+// least the no-wait backoff; a wait longer than the window, a fractional
+// one, a fixed window's, a refusal's and a bare one the model cannot
+// place are honoured whole.
 func TestQuotaViewWholeSecondWait(t *testing.T) {
 	ms := int64(time.Millisecond)
 	oneSecond := header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true}
@@ -282,6 +284,40 @@ func TestQuotaViewWholeSecondWait(t *testing.T) {
 	}
 	if d := read(NewViews(), oneSecond, 0); d != time.Second {
 		t.Errorf("a bare 1s, nothing known: %v, want it whole", d)
+	}
+	// Nothing in the ledger, but the request left at the end of a queue:
+	// of half the window, the fleet was sending at its pace (a full
+	// window's); of less, it may have just begun (whole).
+	queued := func(q time.Duration) time.Duration {
+		now := int64(5 * time.Second)
+		bk := Booking{Depart: now, QueueFrom: now - int64(q)}
+		return NewViews().Read([]store.Bucket{quotaBucket()}, bk, oneSecond, now).Pause
+	}
+	if d := queued(600 * time.Millisecond); d != noWaitPause {
+		t.Errorf("a bare 1s after a queue of 600ms: %v, want the backoff's %v", d, noWaitPause)
+	}
+	if d := queued(500 * time.Millisecond); d != noWaitPause {
+		t.Errorf("a bare 1s after a queue of 500ms: %v, want the backoff's %v", d, noWaitPause)
+	}
+	if d := queued(400 * time.Millisecond); d != time.Second {
+		t.Errorf("a bare 1s after a queue of 400ms: %v, want it whole", d)
+	}
+	// A full window read less than half a window before: still full (the
+	// backoff it earned cannot have emptied it), past that the model
+	// cannot tell.
+	recent := NewViews()
+	bare := func(depart, queueFrom int64) time.Duration {
+		bk := Booking{Depart: depart, QueueFrom: queueFrom}
+		return recent.Read([]store.Bucket{quotaBucket()}, bk, oneSecond, depart).Pause
+	}
+	if d := bare(5000*ms, 4400*ms); d != noWaitPause {
+		t.Errorf("a bare 1s after a queue of 600ms: %v, want the backoff's %v", d, noWaitPause)
+	}
+	if d := bare(5400*ms, 0); d != 2*noWaitPause {
+		t.Errorf("a bare 1s 400ms after a full window's: %v, want the second backoff's %v", d, 2*noWaitPause)
+	}
+	if d := bare(6000*ms, 0); d != time.Second {
+		t.Errorf("a bare 1s 600ms after a full window's: %v, want it whole", d)
 	}
 	exhausted := oneSecond
 	exhausted.Quotas = []header.Quota{{Name: "requests", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}

@@ -68,6 +68,9 @@ type quotaView struct {
 	strikes int
 	// pausedUntil is the end of the latest pause this process knows of.
 	pausedUntil int64
+	// fullAt is the departure of the latest rejected request read as a
+	// full window's (see fullWindow), 0 before any.
+	fullAt int64
 	// sent is the last cap this process sent, at sentAt.
 	sent   store.Cap
 	sentAt int64
@@ -100,12 +103,28 @@ type quotaView struct {
 func NewViews() *Views { return &Views{views: make(map[string]*quotaView)} }
 
 // Booking is what a request's reservation tells the model: when it departs
-// (Unix ns of the Transport's clock) and each bucket's count (see
-// store.Reservation.Counts; nil or 0 when not counted). The zero Booking is
-// a request the model knows nothing of: no departure, nothing counted.
+// (Unix ns of the Transport's clock), each bucket's count (see
+// store.Reservation.Counts; nil or 0 when not counted), and QueueFrom,
+// from when the slots before Depart were all booked as it booked: the store's
+// decision, or the end of a pause in force then (0 when the request did
+// not wait). A request that waited departs at the end of a queue of
+// others' slots; the fleet sent at its buckets' pace from QueueFrom to
+// Depart (a pause told meanwhile sends the request back to book again, a
+// new Booking). The zero Booking is a request the model knows nothing of:
+// no departure, no queue, nothing counted.
 type Booking struct {
-	Depart int64
-	Counts []int64
+	Depart    int64
+	QueueFrom int64
+	Counts    []int64
+}
+
+// queueLen returns how long before its departure the request's slot was
+// at the end of a queue (see Booking.QueueFrom): 0 when it did not wait.
+func (bk Booking) queueLen() int64 {
+	if bk.QueueFrom <= 0 || bk.Depart <= bk.QueueFrom {
+		return 0
+	}
+	return bk.Depart - bk.QueueFrom
 }
 
 func (bk Booking) count(i int) int64 {
