@@ -281,3 +281,43 @@ func TestLocalStoreDebt(t *testing.T) {
 		t.Fatalf("after the count lapsed, a debt of 1 waits %v, want 20ms", got)
 	}
 }
+
+// TestLocalStoreLeadStretchedOnce: a cut stretches a lead booked at the
+// rule's pace to the cap's; a raise compresses nothing; a later cut that
+// is no slower than the pace the lead was already stretched to moves
+// nothing, and one slower stretches it from that pace, not from the
+// raise's (caps that wander would otherwise ratchet the lead later with
+// every dip).
+func TestLocalStoreLeadStretchedOnce(t *testing.T) {
+	ctx := context.Background()
+	ms := time.Millisecond
+	b := store.Bucket{Key: "k", Rule: "r", Interval: 10 * ms, Burst: 1, Cost: 1}
+	s, c := newTestStore()
+	now := c.Now().UnixNano()
+	for range 50 {
+		mustReserve(t, s, []store.Bucket{b}, time.Hour)
+	}
+	limit := func(rate float64) {
+		t.Helper()
+		if _, err := s.Limit(ctx, b, store.Cap{Rate: rate, Span: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead := func() time.Duration { return time.Duration(s.TAT("k") - now) }
+	if got := lead(); got != 500*ms {
+		t.Fatalf("50 slots at 10 ms lead by %v, want 500ms", got)
+	}
+	limit(50) // 20 ms: the lead doubles
+	if got := lead(); got != 1000*ms {
+		t.Fatalf("cut to 50/s: lead %v, want 1s", got)
+	}
+	limit(80) // a raise: nothing moves
+	limit(60) // a cut from 80/s, but no slower than the 50/s the lead is at
+	if got := lead(); got != 1000*ms {
+		t.Fatalf("raise, then a cut above the lead's pace: lead %v, want 1s", got)
+	}
+	limit(40) // 25 ms: the lead at 20 ms stretches by 25/20
+	if got := lead(); got != 1250*ms {
+		t.Fatalf("cut to 40/s: lead %v, want 1.25s", got)
+	}
+}
