@@ -69,7 +69,9 @@ func randomTrace(seed uint64, n int, pool []int) []traceStep {
 			// A debt is a high-water mark of the count: some steps
 			// repeat or lower it, which must push nothing.
 			debts := []float64{0, 0, 1.5, 3, 3}
-			st.cap = store.Cap{Rate: rates[rng.IntN(len(rates))], Span: time.Duration(1+rng.IntN(3)) * time.Second, Debt: debts[rng.IntN(len(debts))]}
+			// A debt due by a time the push must not pass, or none.
+			payBys := []time.Duration{0, 0, 100 * time.Millisecond, 700*time.Millisecond + 1}
+			st.cap = store.Cap{Rate: rates[rng.IntN(len(rates))], Span: time.Duration(1+rng.IntN(3)) * time.Second, Debt: debts[rng.IntN(len(debts))], PayBy: payBys[rng.IntN(len(payBys))]}
 		default:
 			st.op = "reserve"
 			st.buckets = pick(rng, pool)

@@ -513,6 +513,11 @@ func (vw *quotaView) read(b *store.Bucket, depart int64, sig header.Signal, now 
 			continue
 		case firstCovered > 0:
 			c.Debt = firstWindowDebt(firstOwn, firstCovered, w, c.Rate)
+			// Due by the first window's end (store.Cap.PayBy): the count
+			// began covered before the departure.
+			if c.PayBy = time.Duration(depart - firstCovered + int64(w) - now); c.PayBy <= 0 {
+				c.Debt, c.PayBy = 0, 0
+			}
 		}
 		if !bestOK || c.Rate < best.Rate {
 			best, bestOK = c, true

@@ -186,8 +186,14 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 		// and the pause's end (store.Cap.Debt). In µs, rounded up, as
 		// limit.lua's push is: the stores decide alike.
 		ivMicros := math.Ceil(float64(s.intervalLocked(b, now)) / 1e3)
-		push := math.Ceil((c.Debt-paid)*ivMicros) * 1e3
-		s.tats[b.Key] = store.SatAdd(max(s.tats[b.Key], from), int64(push))
+		push := int64(math.Ceil((c.Debt-paid)*ivMicros) * 1e3)
+		base := max(s.tats[b.Key], from)
+		// In whole µs rounded up, as the Redis store passes it.
+		if by := (c.PayBy + time.Microsecond - 1) / time.Microsecond * time.Microsecond; by > 0 {
+			// Due by now + PayBy (store.Cap.PayBy), as limit.lua.
+			push = max(min(push, store.SatAdd(now, int64(by))-base), 0)
+		}
+		s.tats[b.Key] = store.SatAdd(base, push)
 	}
 	return st, nil
 }

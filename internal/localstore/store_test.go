@@ -321,3 +321,35 @@ func TestLocalStoreLeadStretchedOnce(t *testing.T) {
 		t.Fatalf("cut to 40/s: lead %v, want 1.25s", got)
 	}
 }
+
+// TestLocalStoreDebtPayBy: a debt due by a time (store.Cap.PayBy) pushes
+// the next slot no further than that time, and not at all when the lead
+// already reaches past it; the debt counts as paid either way.
+func TestLocalStoreDebtPayBy(t *testing.T) {
+	ctx := context.Background()
+	ms := time.Millisecond
+	b := store.Bucket{Key: "k", Rule: "r", Interval: 10 * ms, Burst: 1, Cost: 1}
+	s, c := newTestStore()
+	now := c.Now().UnixNano()
+	limit := func(debt float64, by time.Duration) {
+		t.Helper()
+		if _, err := s.Limit(ctx, b, store.Cap{Rate: 50, Span: time.Second, Debt: debt, PayBy: by}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A debt of 5 at 20 ms is 100 ms of push; due in 60 ms, 60 ms of it.
+	limit(5, 60*ms)
+	if got := time.Duration(s.TAT("k") - now); got != 60*ms {
+		t.Fatalf("a debt of 5 due in 60ms pushed the TAT %v, want 60ms", got)
+	}
+	// More debt, due by a time the TAT already reaches: no push.
+	limit(8, 40*ms)
+	if got := time.Duration(s.TAT("k") - now); got != 60*ms {
+		t.Fatalf("a debt due before the TAT pushed it to %v, want it left at 60ms", got)
+	}
+	// And it was paid: the same debt with no bound pushes nothing more.
+	limit(8, 0)
+	if got := time.Duration(s.TAT("k") - now); got != 60*ms {
+		t.Fatalf("a debt paid pushed again, to %v", got)
+	}
+}

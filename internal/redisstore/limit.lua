@@ -40,11 +40,13 @@
 -- KEYS[i]   bucket i's key; every key shares one {hash tag}.
 -- ARGV[1]   now in µs since the Unix epoch, or "" to use Redis's TIME
 --           (tests only pass a now).
--- ARGV[8i-6] … ARGV[8i+1]   bucket i's rate0 (units per second, ≥ 0),
+-- ARGV[9i-7] … ARGV[9i+1]   bucket i's rate0 (units per second, ≥ 0),
 --           slope (units per second per second, ≥ 0), span (µs, ≥ 1),
 --           algorithm code, window in µs (0 for a leaky or token bucket),
---           rule interval in µs (≥ 1), debt (units of cost, ≥ 0) and
---           retime (1: the waiters follow the stretch, 0: they do not).
+--           rule interval in µs (≥ 1), debt (units of cost, ≥ 0), retime
+--           (1: the waiters follow the stretch, 0: they do not) and pay-by
+--           (µs from now, 0 for none: a debt's push never takes the TAT
+--           past now + pay-by, store.Cap.PayBy).
 --
 -- Reply: three integers per bucket, the stretch of its booked lead (see
 -- store.Stretch): where it starts, in µs from now, and the new and old
@@ -79,7 +81,7 @@ local W = windowLib()
 local reply = {}
 for i = 1, #KEYS do
   reply[3 * i - 2], reply[3 * i - 1], reply[3 * i] = 0, 0, 0
-  local j = 8 * i - 6
+  local j = 9 * i - 7
   local a = {tonumber(ARGV[j]), now, tonumber(ARGV[j + 1]), now + tonumber(ARGV[j + 2]), 0}
   if (tonumber(ARGV[j + 3]) or 0) < 2 then
     local tat, old, _, hold, n = load(KEYS[i], now)
@@ -113,7 +115,13 @@ for i = 1, #KEYS do
     a[6], a[7] = li, lu
     local debt = tonumber(ARGV[j + 6]) or 0
     if debt > a[5] then
-      tat = math.max(tat, from) + math.ceil((debt - a[5]) * interval(iv, a, now))
+      local base = math.max(tat, from)
+      local push = math.ceil((debt - a[5]) * interval(iv, a, now))
+      local by = tonumber(ARGV[j + 8]) or 0
+      if by > 0 then
+        push = math.max(math.min(push, now + by - base), 0)
+      end
+      tat = base + push
       a[5] = debt
     end
     save(KEYS[i], tat, a, now, hold, n)

@@ -750,7 +750,7 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 
 func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	span := max(spanMicros(c.Span, true), 1)
-	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0), retimeArg(c.Retime))
+	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0), retimeArg(c.Retime), max(Micros(c.PayBy), 0))
 	if err != nil {
 		return store.Stretch{}, err
 	}

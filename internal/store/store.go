@@ -70,7 +70,13 @@ type Store interface {
 // store pushes a leaky or token bucket's next slot later by the part of it
 // that no Limit since the count began has paid, at the capped interval, so
 // that replicas that read the same count pay it once. A window bucket
-// ignores it.
+// ignores it. PayBy, when not 0, is when from the store's now the debt is
+// due: a push never takes the next slot past it. internal/feedback sets it
+// to the first window's end, when what the fleet sent early begins to
+// leave the server's window: a slot pushed past it holds back nothing that
+// window counts (a fleet of 8 × 16 whose queue already reached past the
+// first window's end pushed its next slots up to 0.3 s further, and sent
+// nothing for 0.6 s of its second second).
 //
 // Retime asks, of a cap that slows the bucket, that the waiters on the
 // slots it stretches follow them (Stretch); without it the stretch moves
@@ -83,6 +89,7 @@ type Cap struct {
 	Slope  float64
 	Span   time.Duration
 	Debt   float64
+	PayBy  time.Duration
 	Retime bool
 }
 
