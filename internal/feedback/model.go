@@ -271,8 +271,8 @@ func slidingWindow(b *store.Bucket) bool {
 // cannot (empty, begun a moment ago, or stale in a replica whose waiters
 // all sleep), what else shows the fleet sending at its pace over half the
 // window tells it (fullQueue): the request's own queue (Booking.QueueFrom),
-// or a full window read less than half a window before its departure
-// (the short pause that rejection earned cannot have emptied it); and so
+// or a full window read within half a window of its departure (the short
+// pause that rejection earned cannot have emptied it); and so
 // does a rejection that reports the quota (its window is spent). A bare
 // rejection the model cannot place is no window's for sure.
 func (vw *quotaView) fullWindow(b *store.Bucket, bk Booking, quota bool) bool {
@@ -282,7 +282,8 @@ func (vw *quotaView) fullWindow(b *store.Bucket, bk Booking, quota bool) bool {
 		return !refusal(own, time.Duration(covered), 1e9/float64(b.Interval))
 	}
 	half := int64(w) / fullQueue
-	recent := vw.fullAt > 0 && bk.Depart > 0 && bk.Depart-vw.fullAt <= half
+	since := bk.Depart - vw.fullAt
+	recent := vw.fullAt > 0 && bk.Depart > 0 && since >= -half && since <= half
 	return quota || bk.queueLen() >= half || recent
 }
 

@@ -319,6 +319,11 @@ func TestQuotaViewWholeSecondWait(t *testing.T) {
 	if d := bare(6000*ms, 0); d != time.Second {
 		t.Errorf("a bare 1s 600ms after a full window's: %v, want it whole", d)
 	}
+	// A request that left long before the full window's (a slow answer)
+	// is no nearer to it.
+	if d := bare(4800*ms, 0); d != time.Second {
+		t.Errorf("a bare 1s that left 600ms before a full window's: %v, want it whole", d)
+	}
 	exhausted := oneSecond
 	exhausted.Quotas = []header.Quota{{Name: "requests", Limit: 100, Remaining: 0, HasLimit: true, HasRemaining: true}}
 	if d := read(NewViews(), exhausted, 0); d != noWaitPause {

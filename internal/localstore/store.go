@@ -155,8 +155,9 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
 	was := s.intervalLocked(b, now)
-	s.caps[b.Key] = rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: max(paid, c.Debt)}
+	next := rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: max(paid, c.Debt)}
 	if b.Algorithm.Windowed() {
+		s.caps[b.Key] = next
 		return store.Stretch{}, nil
 	}
 	// A cut stretches what the bucket booked ahead of now (or of its
@@ -166,7 +167,7 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 	// two stores decide alike (internal/algorithm's conformance traces).
 	from := max(now, s.holds[b.Key])
 	var st store.Stretch
-	switch tat, will := s.tats[b.Key], s.intervalLocked(b, now); {
+	switch tat, will := s.tats[b.Key], next.intervalAt(int64(b.Interval), now, 1e9); {
 	case tat <= from:
 		lead, leadUntil = 0, 0
 	case !c.Retime:
@@ -177,9 +178,8 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 		lead, leadUntil = will, s.tats[b.Key]
 		st = store.Stretch{From: time.Duration(from - now), Ratio: float64(will) / float64(was)}
 	}
-	capped := s.caps[b.Key]
-	capped.lead, capped.leadUntil = lead, leadUntil
-	s.caps[b.Key] = capped
+	next.lead, next.leadUntil = lead, leadUntil
+	s.caps[b.Key] = next
 	if c.Debt > paid {
 		// The part of the debt this count has not paid pushes the next
 		// slot, at the capped interval, from the later of the TAT, now
@@ -188,9 +188,9 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 		ivMicros := math.Ceil(float64(s.intervalLocked(b, now)) / 1e3)
 		push := int64(math.Ceil((c.Debt-paid)*ivMicros) * 1e3)
 		base := max(s.tats[b.Key], from)
-		// In whole µs rounded up, as the Redis store passes it.
+		// Due by now + PayBy (store.Cap.PayBy), as limit.lua; PayBy in
+		// whole µs rounded up, as the Redis store passes it.
 		if by := (c.PayBy + time.Microsecond - 1) / time.Microsecond * time.Microsecond; by > 0 {
-			// Due by now + PayBy (store.Cap.PayBy), as limit.lua.
 			push = max(min(push, store.SatAdd(now, int64(by))-base), 0)
 		}
 		s.tats[b.Key] = store.SatAdd(base, push)
