@@ -191,7 +191,7 @@ var decisionCases = []struct {
 		// A cut stretches what the bucket booked ahead (here 50 ms at
 		// 10 ms a slot) to the cap's interval, from now or from the end of
 		// a pause; a raise compresses nothing.
-		name:    "a cut stretches the booked queue, a raise does not",
+		name:    "a success's cut paces what books after it; a rejection's stretches the booked queue, a raise does not",
 		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 1}},
 		steps: []decisionStep{
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},
@@ -199,13 +199,17 @@ var decisionCases = []struct {
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(40 * time.Millisecond)},
-			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second}}, // 20 ms a slot
-			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(100 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second}}, // 20 ms a slot, from the next
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(50 * time.Millisecond)},
 			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 100, Span: time.Second}}, // the rule's again
-			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(120 * time.Millisecond)},
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(70 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 50, Span: time.Second, Retime: true}}, // the 80 ms booked, stretched to 160
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(160 * time.Millisecond)},
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 100, Span: time.Second, Retime: true}}, // a raise compresses nothing
+			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(180 * time.Millisecond)},
 			{op: "pause", buckets: []int{0}, pause: 200 * time.Millisecond},
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(200 * time.Millisecond)},
-			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 25, Span: time.Second}}, // 40 ms a slot, after the pause
+			{op: "limit", buckets: []int{0}, cap: store.Cap{Rate: 25, Span: time.Second, Retime: true}}, // 40 ms a slot, the lead after the pause stretched
 			{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(240 * time.Millisecond)},
 		},
 	},

@@ -54,9 +54,6 @@ type rateCap struct {
 	slope float64
 	until int64
 	paid  float64 // the count's debt paid so far (store.Cap.Debt)
-	// lead is the slowest interval the bucket's lead booked up to
-	// leadUntil has been stretched to (0: none; see stretchLead).
-	lead, leadUntil int64
 }
 
 // intervalAt returns the emission interval in force at now for a bucket

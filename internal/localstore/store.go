@@ -147,39 +147,30 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var paid float64
-	var lead, leadUntil int64
 	if s.cappedLocked(b.Key, now) {
-		in := s.caps[b.Key]
-		paid, lead, leadUntil = in.paid, in.lead, in.leadUntil
+		paid = s.caps[b.Key].paid
 	} else {
 		s.counts[b.Key] = 1 // as limit.lua: a counted bucket never reports 0
 	}
 	was := s.intervalLocked(b, now)
 	next := rateCap{rate0: c.Rate, t0: now, slope: c.Slope, until: store.SatAdd(now, int64(max(c.Span, 1))), paid: max(paid, c.Debt)}
+	s.caps[b.Key] = next
 	if b.Algorithm.Windowed() {
-		s.caps[b.Key] = next
 		return store.Stretch{}, nil
 	}
-	// A cut stretches what the bucket booked ahead of now (or of its
-	// pause's end), never a raise, and a cap that retimes says so: see
-	// limit.lua. The stretched lead is
-	// rounded up to a whole microsecond, as limit.lua's is, so that the
-	// two stores decide alike (internal/algorithm's conformance traces).
+	// Only a cap that retimes and slows the bucket stretches what it
+	// booked ahead of now (or of its pause's end), and its waiters with
+	// it; any other paces what books after it: see limit.lua. The
+	// stretched lead is rounded up to a whole microsecond, as limit.lua's
+	// is, so that the two stores decide alike (internal/algorithm's
+	// conformance traces).
 	from := max(now, s.holds[b.Key])
 	var st store.Stretch
-	switch tat, will := s.tats[b.Key], next.intervalAt(int64(b.Interval), now, 1e9); {
-	case tat <= from:
-		lead, leadUntil = 0, 0
-	case !c.Retime:
-		s.tats[b.Key], lead, leadUntil = stretchLead(tat, from, was, will, lead, leadUntil)
-	case will > was:
+	if tat, will := s.tats[b.Key], next.intervalAt(int64(b.Interval), now, 1e9); c.Retime && tat > from && will > was {
 		stretched := math.Ceil(float64(tat-from)*float64(will)/float64(was)/1e3) * 1e3
 		s.tats[b.Key] = from + int64(stretched)
-		lead, leadUntil = will, s.tats[b.Key]
 		st = store.Stretch{From: time.Duration(from - now), Ratio: float64(will) / float64(was)}
 	}
-	next.lead, next.leadUntil = lead, leadUntil
-	s.caps[b.Key] = next
 	if c.Debt > paid {
 		// The part of the debt this count has not paid pushes the next
 		// slot, at the capped interval, from the later of the TAT, now
@@ -196,32 +187,6 @@ func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Str
 		s.tats[b.Key] = store.SatAdd(base, push)
 	}
 	return st, nil
-}
-
-// stretchLead returns the TAT, lead and leadUntil after a cut to will of a
-// bucket whose lead from from to tat was stretched to the interval li up
-// to lu and booked at was after it: each part stretched to will where it
-// is faster, the whole lead then at will (limit.lua's stretchLead, whose
-// comment says why; in µs, rounded up, as limit.lua's, so that the stores
-// decide alike).
-func stretchLead(tat, from, was, will, li, lu int64) (int64, int64, int64) {
-	mid := from
-	if li > 0 && lu > from {
-		mid = min(lu, tat)
-	}
-	s1, s2 := float64(mid-from), float64(tat-mid)
-	n1, n2 := s1, s2
-	if s1 > 0 && will > li {
-		n1 = s1 * float64(will) / float64(li)
-	}
-	if s2 > 0 && will > was {
-		n2 = s2 * float64(will) / float64(was)
-	}
-	if n1 == s1 && n2 == s2 {
-		return tat, li, lu
-	}
-	tat = from + int64(math.Ceil((n1+n2)/1e3)*1e3)
-	return tat, will, tat
 }
 
 // Held is always 0: in one process, listen holds the waiters itself.

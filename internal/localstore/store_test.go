@@ -282,13 +282,12 @@ func TestLocalStoreDebt(t *testing.T) {
 	}
 }
 
-// TestLocalStoreLeadStretchedOnce: a cut stretches a lead booked at the
-// rule's pace to the cap's; a raise compresses nothing; a later cut that
-// is no slower than the pace the lead was already stretched to moves
-// nothing, and one slower stretches it from that pace, not from the
-// raise's (caps that wander would otherwise ratchet the lead later with
-// every dip).
-func TestLocalStoreLeadStretchedOnce(t *testing.T) {
+// TestLocalStoreCutPacesWhatBooksAfter: a success's cap (no Retime) paces
+// only what books after it, cut or raise: the booked lead keeps its slots,
+// so caps that wander never ratchet it later. A rejection's cap (Retime)
+// that slows the bucket stretches the lead by the new interval over the
+// old and returns that stretch; one that speeds it up moves nothing.
+func TestLocalStoreCutPacesWhatBooksAfter(t *testing.T) {
 	ctx := context.Background()
 	ms := time.Millisecond
 	b := store.Bucket{Key: "k", Rule: "r", Interval: 10 * ms, Burst: 1, Cost: 1}
@@ -297,28 +296,39 @@ func TestLocalStoreLeadStretchedOnce(t *testing.T) {
 	for range 50 {
 		mustReserve(t, s, []store.Bucket{b}, time.Hour)
 	}
-	limit := func(rate float64) {
+	limit := func(rate float64, retime bool) store.Stretch {
 		t.Helper()
-		if _, err := s.Limit(ctx, b, store.Cap{Rate: rate, Span: 10 * time.Second}); err != nil {
+		st, err := s.Limit(ctx, b, store.Cap{Rate: rate, Span: 10 * time.Second, Retime: retime})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return st
 	}
 	lead := func() time.Duration { return time.Duration(s.TAT("k") - now) }
 	if got := lead(); got != 500*ms {
 		t.Fatalf("50 slots at 10 ms lead by %v, want 500ms", got)
 	}
-	limit(50) // 20 ms: the lead doubles
-	if got := lead(); got != 1000*ms {
-		t.Fatalf("cut to 50/s: lead %v, want 1s", got)
+	for _, rate := range []float64{50, 80, 60, 40} {
+		if st := limit(rate, false); st.Moves() || lead() != 500*ms {
+			t.Fatalf("a success's cap of %v/s: lead %v, stretch %+v; want 500ms, none", rate, lead(), st)
+		}
 	}
-	limit(80) // a raise: nothing moves
-	limit(60) // a cut from 80/s, but no slower than the 50/s the lead is at
-	if got := lead(); got != 1000*ms {
-		t.Fatalf("raise, then a cut above the lead's pace: lead %v, want 1s", got)
+	// The next booking takes the lead's end and books the one after it
+	// at the cap's pace (40/s: 25 ms).
+	if r := mustReserve(t, s, []store.Bucket{b}, time.Hour); r.Wait != 500*ms || lead() != 525*ms {
+		t.Fatalf("the first booking after a cap of 40/s waits %v, lead %v; want 500ms, 525ms", r.Wait, lead())
 	}
-	limit(40) // 25 ms: the lead at 20 ms stretches by 25/20
-	if got := lead(); got != 1250*ms {
-		t.Fatalf("cut to 40/s: lead %v, want 1.25s", got)
+	// A rejection's cut from 40/s to 20/s doubles the lead.
+	st := limit(20, true)
+	if got := lead(); got != 1050*ms {
+		t.Fatalf("a rejection's cut to 20/s: lead %v, want 1.05s", got)
+	}
+	if st.From != 0 || st.Ratio != 2 {
+		t.Fatalf("a rejection's cut to 20/s returned %+v, want From 0, Ratio 2", st)
+	}
+	// And one that raises moves nothing.
+	if st := limit(40, true); st.Moves() || lead() != 1050*ms {
+		t.Fatalf("a rejection's raise: lead %v, stretch %+v; want 1.05s, none", lead(), st)
 	}
 }
 

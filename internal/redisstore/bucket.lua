@@ -1,8 +1,8 @@
 -- bucket.lua: the helpers every script shares. store_redis.go prepends this
 -- file to each script, so each still runs as one atomic call.
 --
--- A bucket key holds "tat" alone, or "tat rate0 t0 slope until hold n paid
--- lead leadUntil": its
+-- A bucket key holds "tat" alone, or "tat rate0 t0 slope until hold n
+-- paid": its
 -- TAT in µs since the Unix epoch (Redis's clock); while the server's answers
 -- are read into the bucket (limit.lua, internal/feedback), its cap: rate0 units
 -- of cost per second at t0 (µs), climbing by slope per second, over at until
@@ -14,9 +14,8 @@
 -- so that a replica can tell how much the fleet itself sent in the
 -- server's window; and paid, the debt (store.Cap.Debt) the count has
 -- already paid by pushing the TAT (limit.lua; a value written without it
--- reads as 0); and lead, leadUntil: the slowest interval (µs) the lead
--- booked up to leadUntil (µs) has been stretched to (limit.lua's
--- stretchLead; 0 0, or absent, when none). Integers are written with %d,
+-- reads as 0; fields after it, which a version of 2026-12-04 wrote, are
+-- read past). Integers are written with %d,
 -- rates with %.17g. tostring would round to 14 digits; %d is exact (every
 -- integer here is below 2^53) and costs less than half of %.0f, which
 -- formats a double. Lua 5.1's %d goes through a C long, 64 bits on every
@@ -48,13 +47,13 @@ local function load(key, now)
   if tat then
     return tat, nil, v, nil, 0
   end
-  local r0, t0, slope, untilT, hold, n, paid, li, lu
-  tat, r0, t0, slope, untilT, hold, n, paid, li, lu = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) ?(%S*) ?(%S*) ?(%S*)$')
+  local r0, t0, slope, untilT, hold, n, paid
+  tat, r0, t0, slope, untilT, hold, n, paid = string.match(v, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) ?(%S*)')
   tat, hold = tonumber(tat) or 0, tonumber(hold)
   if hold and hold <= now then
     hold = nil
   end
-  local a = {tonumber(r0), tonumber(t0), tonumber(slope), tonumber(untilT), tonumber(paid) or 0, tonumber(li) or 0, tonumber(lu) or 0}
+  local a = {tonumber(r0), tonumber(t0), tonumber(slope), tonumber(untilT), tonumber(paid) or 0}
   if not (a[1] and a[2] and a[3] and a[4]) or a[4] <= now then
     return tat, nil, nil, hold, 0
   end
@@ -90,7 +89,7 @@ local function save(key, tat, a, now, hold, n)
     last = math.max(last, hold)
   end
   if capped then
-    v = string.format('%d %.17g %d %.17g %d %d %d %.17g %d %d', tat, a[1], a[2], a[3], a[4], held and hold or 0, n or 0, a[5] or 0, a[6] or 0, a[7] or 0)
+    v = string.format('%d %.17g %d %.17g %d %d %d %.17g', tat, a[1], a[2], a[3], a[4], held and hold or 0, n or 0, a[5] or 0)
   elseif held then
     v = string.format('%d 0 0 0 0 %d 0', tat, hold)
   else

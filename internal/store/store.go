@@ -50,9 +50,10 @@ type Store interface {
 	// request is booked) and reports the count with every reservation
 	// (Reservation.Counts): the fleet's own traffic, which internal/feedback
 	// sets against what the server says it counted.
-	// A cap that slows a leaky or token bucket stretches the slots it has
-	// booked ahead, and Limit returns that stretch, so that the caller can
-	// re-time the waiters that hold them (see Stretch).
+	// A cap paces what books after it; one that retimes (Cap.Retime) and
+	// slows a leaky or token bucket also stretches the slots it has booked
+	// ahead, and Limit returns that stretch, so that the caller can re-time
+	// the waiters that hold them (see Stretch).
 	Limit(ctx context.Context, b Bucket, c Cap) (Stretch, error)
 
 	// Held returns how long a pause (see pause) still holds any bucket of
@@ -78,12 +79,14 @@ type Store interface {
 // first window's end pushed its next slots up to 0.3 s further, and sent
 // nothing for 0.6 s of its second second).
 //
-// Retime asks, of a cap that slows the bucket, that the waiters on the
-// slots it stretches follow them (Stretch); without it the stretch moves
-// only what books after the cap. internal/feedback sets it for a
-// rejection's cap, whose window is full for sure: a success's reading may
-// be off by its slack, and re-timing a whole queue on it made a false
-// cut cost a fleet alone on its quota most of a second.
+// Retime asks, of a cap that slows the bucket, that the slots it has
+// booked ahead stretch to the cap's pace and their waiters follow them
+// (Stretch); without it the cap paces only what books after it.
+// internal/feedback sets it for a rejection's cap, whose window is full
+// for sure. A success's reading may be off by its slack: re-timing a whole
+// queue on it made a false cut cost a fleet alone on its quota most of a
+// second, and stretching the lead alone at every dip of caps that wander,
+// which no raise undid, ratcheted the queue later (see limit.lua).
 type Cap struct {
 	Rate   float64
 	Slope  float64
