@@ -373,6 +373,7 @@ func TestTransportRate(t *testing.T) {
 	// the test's own start-up, not the limiter.
 	ls := localOf(t, tr)
 	var wg sync.WaitGroup
+	tats := make([]int64, 0, n)
 	for range n {
 		before := ls.TAT("api")
 		wg.Go(func() {
@@ -385,8 +386,16 @@ func TestTransportRate(t *testing.T) {
 		for ls.TAT("api") == before {
 			runtime.Gosched()
 		}
+		tats = append(tats, ls.TAT("api"))
 	}
 	wg.Wait()
+	// The limiter's own decisions are exact: every booking moves the next
+	// slot one interval on.
+	for i := 1; i < n; i++ {
+		if d := time.Duration(tats[i] - tats[i-1]); d != time.Second/rate {
+			t.Fatalf("booking %d moved the next slot %v, want %v", i, d, time.Second/rate)
+		}
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
@@ -405,13 +414,20 @@ func TestTransportRate(t *testing.T) {
 
 	// After the burst, n-burst requests depart one interval apart: the
 	// pace is the least-squares slope of their arrival times over their
-	// order. A first-to-last span read one late arrival as a slower pace
-	// (48.7/s when the last of 200 came 100 ms late on a busy machine);
-	// the slope weighs it as one point in 195.
+	// order, which weighs one late arrival as one point in 195. Never
+	// faster than the rate (and never over burst + rate·t, below) is the
+	// limiter's promise; slower is what a busy machine does to the
+	// arrivals of slots booked exactly (checked above): in .ci/run, beside
+	// the package's parallel tests, they drifted to 48.7-48.9/s (2026-12-05).
+	// So only a gross shortfall fails: a limiter that keeps a tenth of
+	// the rate back is broken, a machine seldom is for 4 s.
 	observed := 1 / arrivalInterval(at[burst:]).Seconds()
 	t.Logf("%d arrivals over %v: %.2f/s after the burst of %d (target %d/s)", n, at[n-1].Sub(at[0]), observed, burst, rate)
-	if observed < rate*0.98 || observed > rate*1.02 {
-		t.Errorf("observed rate %.2f/s, want %d/s ± 2%%", observed, rate)
+	if observed > rate*1.02 {
+		t.Errorf("observed rate %.2f/s, want at most %d/s + 2%%", observed, rate)
+	}
+	if observed < rate*0.9 {
+		t.Errorf("observed rate %.2f/s, want at least %d/s − 10%%", observed, rate)
 	}
 	worst, violations := 0.0, 0
 	for i := range at {
