@@ -393,22 +393,26 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		t.queue.hold(bs, sent, sent.Add(r.Held))
 	}
 	// The wait counts from when the store decided, somewhere between the
-	// call and its reply: it is counted from the reply, the latest that
-	// moment can be, so that a request never leaves before its slot.
-	// Earlier, half the round trip was taken as the unbiased guess, which
-	// let a departure leave up to half a round trip early: under the race
-	// detector a first call's round trip is 10-15 ms, and a fleet of four
-	// whose token rule keeps one interval of the server's bucket of 10 met
-	// a rejection 20-150 ms into internal/algorithmtest's token cell in 4
-	// of 7 runs (2026-12-05; counted from the reply, 0 in 5). Late by at
-	// most a round trip costs each request that latency, not the rate: the
-	// slots keep their spacing, and a departure's error spans one round
-	// trip either way. The local store decides within the call, in this
-	// process: no reply to wait for, and no second reading of the clock
-	// (a tenth of the request's cost on some VMs).
+	// call and its reply; half the round trip is the unbiased guess. Without
+	// it every departure would be late by the reply's latency, and late by
+	// different amounts on a loaded machine, which bunches departures. A
+	// call that waited in the store's queue (r.Queued, behind the calls on
+	// the wire) was decided no earlier than that wait after it: the guess
+	// is half the rest. Taken from the whole round trip, half the queue's
+	// wait would make its departure that much early, every queued request
+	// of a busy replica at once: under the race detector that is several
+	// milliseconds, a slot of a rule of 100/s (the likely cause of the
+	// rejection a fleet of four met 26 ms into internal/algorithmtest's
+	// token cell in CI, its rule one slot within the server's bucket;
+	// not reproduced on a quiet host). The local store decides within
+	// the call, in this process: no reply to wait for, and no second
+	// reading of the clock (a tenth of the request's cost on some VMs).
 	now := sent
 	if _, inProcess := t.store.(*localstore.Store); !inProcess {
 		now = t.clock.Now()
+		rtt := now.Sub(sent)
+		queued := min(max(r.Queued, 0), rtt)
+		r.Wait -= queued + (rtt-queued)/2
 	}
 	if !r.OK {
 		return feedback.Booking{}, waitError(&r, budget, reason)
