@@ -148,9 +148,9 @@ func slidingLogWindow(l Limit, headroom float64) time.Duration {
 // the sliding log. A window's slot is an
 // instant in the fleet's clock (Redis's) where the server's count changes
 // (a fixed window's start, the moment the oldest request of a sliding
-// window leaves it), and the server's clock and the fleet's are off by
-// an unknown amount (the wait counts from the store call's reply, see
-// acquireOnce, so only the clocks' skew can make a request early): a request that leaves 12 µs before its window starts is counted
+// window leaves it), and the server's clock and the wait's estimate (half
+// the store call's round trip, see acquireOnce) are off by an unknown
+// amount: a request that leaves 12 µs before its window starts is counted
 // in the full window before it and rejected (measured: one rejection a run
 // at a window of 1 s, internal/algorithmtest's fixed cell, before the
 // guard). A leaky or token bucket has a burst and lateness for that.
