@@ -389,12 +389,22 @@ func TestTransportRate(t *testing.T) {
 		tats = append(tats, ls.TAT("api"))
 	}
 	wg.Wait()
-	// The limiter's own decisions are exact: every booking moves the next
-	// slot one interval on.
+	// The limiter's own decisions: every booking moves the next slot at
+	// least one interval on (GCRA: the later of the last slot and now,
+	// plus an interval), and exactly one while the booked lead is ahead of
+	// the bookings, which a booking slower than the lead (the first few,
+	// on a busy machine) may not be: those are counted, not failed.
+	late := 0
 	for i := 1; i < n; i++ {
-		if d := time.Duration(tats[i] - tats[i-1]); d != time.Second/rate {
-			t.Fatalf("booking %d moved the next slot %v, want %v", i, d, time.Second/rate)
+		switch d := time.Duration(tats[i] - tats[i-1]); {
+		case d < time.Second/rate:
+			t.Fatalf("booking %d moved the next slot %v, want at least %v", i, d, time.Second/rate)
+		case d > time.Second/rate:
+			late++
 		}
+	}
+	if late > burst {
+		t.Errorf("%d bookings moved the next slot more than one interval, want at most the burst's %d (the lead is %v by then)", late, burst, time.Duration(burst)*time.Second/rate)
 	}
 	close(errs)
 	for err := range errs {
