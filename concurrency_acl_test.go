@@ -35,7 +35,7 @@ func TestConcurrencyThroughACLUser(t *testing.T) {
 	rule := throttle.Rule{Name: "cap", Concurrency: 1}
 	var trs [2]*throttle.Transport
 	for i := range trs {
-		trs[i] = mustNew(t, base, throttle.WithRedis(rdb), throttle.WithNamespace("acl"), throttle.WithRules(rule))
+		trs[i] = mustNew(t, base, throttle.WithRedis(rdb), throttle.WithRedisTimeout(20*time.Second), throttle.WithNamespace("acl"), throttle.WithRules(rule))
 		t.Cleanup(func() { _ = trs[i].Close() })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

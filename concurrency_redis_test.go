@@ -32,7 +32,7 @@ func TestConcurrencySharedThroughRedis(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 3 {
-		tr := mustNew(t, nil, throttle.WithRedis(rdb), throttle.WithNamespace(ns), throttle.WithRules(rules...),
+		tr := mustNew(t, nil, throttle.WithRedis(rdb), throttle.WithRedisTimeout(20*time.Second), throttle.WithNamespace(ns), throttle.WithRules(rules...),
 			throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 1}))
 		t.Cleanup(func() {
 			tr.CloseIdleConnections()

@@ -31,8 +31,8 @@ func newPauseScene(t *testing.T) *pauseScene {
 	t.Cleanup(api.Close)
 	rule := Rule{Name: "api", Limit: Limit{Rate: 20, Period: time.Second, Burst: 1}} // a slot every 50 ms
 	return &pauseScene{
-		a:   mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithHeadroom(0)),
-		b:   mustNew(t, nil, WithRedis(rdb), ns, WithRules(rule), WithHeadroom(0)),
+		a:   mustNew(t, nil, sharedRedis(rdb), ns, WithRules(rule), WithHeadroom(0)),
+		b:   mustNew(t, nil, sharedRedis(rdb), ns, WithRules(rule), WithHeadroom(0)),
 		api: api, got: got, ctx: redisCtx(t),
 	}
 }
