@@ -159,7 +159,8 @@ func (v *Views) Read(bs []store.Bucket, bk Booking, sig header.Signal, now int64
 		end := now + int64(act.Pause)
 		told := true
 		for _, vw := range vws {
-			told = told && vw.pausedUntil > now && end <= vw.pausedUntil+int64(sameWaitSlack)
+			until := vw.pausedUntil.Load()
+			told = told && until > now && end <= until+int64(sameWaitSlack)
 		}
 		if told {
 			act.Pause = 0
@@ -454,7 +455,7 @@ func (vw *quotaView) read(b *store.Bucket, depart int64, sig header.Signal, now 
 			// What the reading cannot tell: the ledger's (see slack), and
 			// what the fleet sent while this request was on its way, which
 			// the server may have counted before it.
-			slack = vw.ledger.slack(int64(w), depart, own, covered) + own*float64(max(now-depart, 0))/float64(covered)
+			slack = vw.ledger.slack(int64(w), depart, own, covered, ruleRate) + own*float64(max(now-depart, 0))/float64(covered)
 			if vw.ledger.restarted && covered < int64(w) && !sig.Limited {
 				// A count begun afresh after one lapsed misses what the
 				// fleet sent between the two, which the server's window

@@ -532,19 +532,68 @@ func TestLedgerSlack(t *testing.T) {
 	own, covered, _ := l.window(1000*ms, 2600*ms)
 	// The start, 1.6 s, lies halfway across the gap: 20 units above the
 	// sample before it.
-	if s := l.slack(1000*ms, 2600*ms, own, covered); math.Abs(s-20) > 1e-9 {
+	if s := l.slack(1000*ms, 2600*ms, own, covered, 0); math.Abs(s-20) > 1e-9 {
 		t.Errorf("slack across a gap = %v, want 20", s)
 	}
-	if s := l.slack(1000*ms, 3400*ms, own, covered); s != 0 {
+	if s := l.slack(1000*ms, 3400*ms, own, covered, 0); s != 0 {
 		t.Errorf("slack at a sample = %v, want 0", s)
 	}
 	l.add(3440*ms, 50+4*61, 10*ms, 50*ms)
 	// Its count is of as early as 50 ms before: the 95 units it counts
 	// were sent over 950 ms, at 100/s.
-	if s := l.slack(1000*ms, 3440*ms, 95, 1000*ms); math.Abs(s-5) > 1e-9 {
+	if s := l.slack(1000*ms, 3440*ms, 95, 1000*ms, 0); math.Abs(s-5) > 1e-9 {
 		t.Errorf("slack of a 50 ms call at 100/s = %v, want 5", s)
 	}
-	if s := l.slack(1000*ms, 3440*ms, 95, 40*ms); !math.IsInf(s, 1) {
+	if s := l.slack(1000*ms, 3440*ms, 95, 40*ms, 0); !math.IsInf(s, 1) {
 		t.Errorf("slack of a call longer than the count = %v, want +Inf", s)
+	}
+	// 40 ms past the newest sample (and the window's start at a
+	// sample), after a second in which the fleet sent 95 units: window
+	// carries the count on at 95/s, while a fleet on a rule of 200/s may
+	// have sent at up to 200/s.
+	if s := l.slack(1000*ms, 3480*ms, 95, 1000*ms, 200); math.Abs(s-(5+4.2)) > 1e-9 {
+		t.Errorf("slack 40 ms past the newest sample = %v, want 5 for the call and 4.2 for the carry", s)
+	}
+	if s := l.slack(1000*ms, 3480*ms, 95, 1000*ms, 50); math.Abs(s-5) > 1e-9 {
+		t.Errorf("slack past the newest sample of a fleet sending above its rule = %v, want 5", s)
+	}
+}
+
+// TestReportDelayIgnoresPauses: units that left before a pause and are
+// reported after it waited for the pause, not for the reporting, and
+// leave the report delay as it was; units sent after the pause count
+// again.
+func TestReportDelayIgnoresPauses(t *testing.T) {
+	v := NewViews()
+	bs := []store.Bucket{quotaBucket()}
+	now := int64(time.Hour)
+	step := int64(10 * time.Millisecond)
+	for range 200 {
+		v.Departed(bs, now)
+		now += step
+		v.Take(bs, now)
+		bs[0].Sent = 0
+	}
+	vw := v.lookup(bs[0].Key)
+	steady := vw.delayNs()
+	if math.Abs(steady-float64(step)/2) > float64(time.Millisecond) {
+		t.Fatalf("steady delay = %v, want about %v", time.Duration(steady), time.Duration(step/2))
+	}
+	v.Departed(bs, now)
+	v.Paused(bs, now+int64(3*time.Second), now)
+	now += int64(3*time.Second) + step
+	v.Take(bs, now)
+	if bs[0].Sent != 1 {
+		t.Fatalf("Take after the pause moved %d units, want 1", bs[0].Sent)
+	}
+	bs[0].Sent = 0
+	if got := vw.delayNs(); got != steady {
+		t.Errorf("delay after the pause = %v, want %v as before it", time.Duration(got), time.Duration(steady))
+	}
+	v.Departed(bs, now)
+	now += 4 * step
+	v.Take(bs, now)
+	if got := vw.delayNs(); got <= steady {
+		t.Errorf("delay after a report of a unit sent after the pause = %v, want it to move towards %v from %v", time.Duration(got), time.Duration(2*step), time.Duration(steady))
 	}
 }
