@@ -6,7 +6,8 @@
 // [Parse] reads one response into a [Signal]: whether the server rejected
 // the request for rate ([Signal.Limited]), the wait it named
 // ([Signal.RetryAfter]), what it reported of each quota ([Signal.Quotas]),
-// and its retry hint, scope, bucket and reason. [Signal.Wait] is the best
+// its retry hint, scope, bucket and reason, and which provider's dialect
+// recognised it ([Signal.Dialect]). [Signal.Wait] is the best
 // wait the signal names before the next request:
 //
 //	sig := header.Parse(resp.StatusCode, resp.Header, time.Now(), 0)
@@ -52,11 +53,13 @@
 //
 // A [Dialect] reads one provider's headers after the standard fields; the
 // providers package has dialects for OpenAI, Anthropic, GitHub, Discord,
-// Stripe, Shopify, Salesforce and HubSpot. To write one, read the fields
-// with [Value] and parse them with [ParseCount], [ParseDelaySeconds],
-// [ParseRetryAfter], [ParseReset], [ParseShouldRetry] and
-// [SecondsToDuration], and record quotas with [Signal.SetQuota]; Parse
-// normalises the result after the last dialect.
+// Stripe, Shopify, Salesforce, HubSpot and Twilio. To write one, read the
+// fields with [Value] and parse them with [ParseCount],
+// [ParseDelaySeconds], [ParseRetryAfter], [ParseReset], [ParseShouldRetry]
+// and [SecondsToDuration], record quotas with [Signal.SetQuota], and set
+// [Signal.Dialect] to a constant name of yours when the response holds one
+// of your provider's fields; Parse normalises the result after the last
+// dialect.
 //
 // Everything in this package is a pure function or a plain value: safe for
 // concurrent use, with no state of its own.

@@ -10,6 +10,7 @@ import (
 var (
 	ParseRetryAfterMillis = parseRetryAfterMillis
 	ParseIETF             = parseIETF
+	IsDialectName         = isDialectName
 )
 
 // ParseXRateLimit reads both families of X-RateLimit-* fields, as Parse
@@ -21,4 +22,5 @@ func ParseXRateLimit(h http.Header, now time.Time) (Quota, bool) {
 const (
 	MaxQuotas      = maxSignalQuotas
 	MaxQuotaWindow = maxQuotaWindow
+	MaxDialectName = maxDialectNameLen
 )

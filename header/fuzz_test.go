@@ -2,6 +2,7 @@ package header_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,9 @@ func checkFuzzSignal(t *testing.T, s header.Signal, maxWait time.Duration) {
 	}
 	if w, _ := s.Wait(); w < 0 || w > maxWait {
 		t.Fatalf("Wait %v outside [0, %v]", w, maxWait)
+	}
+	if !header.IsDialectName(s.Dialect) {
+		t.Fatalf("Dialect %q is not a short name", s.Dialect)
 	}
 }
 
@@ -111,6 +115,7 @@ var fuzzHeaderNames = []string{
 	"X-Ratelimit-Reset-After", "Ratelimit", "Ratelimit-Policy", "X-Ratelimit-Limit-Tokens",
 	"X-Ratelimit-Reset-Requests", "Anthropic-Ratelimit-Tokens-Reset", "X-Shopify-Shop-Api-Call-Limit",
 	"Sforce-Limit-Info", "X-Hubspot-Ratelimit-Interval-Milliseconds", "X-Ratelimit-Scope", "Stripe-Should-Retry",
+	"Twilio-Concurrent-Requests", "X-Ratelimit-Resource",
 }
 
 func FuzzParse(f *testing.F) {
@@ -119,7 +124,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(200, "2.0", "32/40", "6m0s", "2025-08-21T12:40:59Z", "api-usage=18/5000", int64(-1))
 	f.Add(503, "Fri, 31 Dec 9999 23:59:59 GMT", "-1", "NaN", "99999999999999999999", "\x00", int64(1))
 	dialects := []header.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
-		providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot}
+		providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot, providers.Twilio}
 	f.Fuzz(func(t *testing.T, status int, a, b, c, d, e string, maxWait int64) {
 		vals := []string{a, b, c, d, e}
 		h := http.Header{}
@@ -132,5 +137,28 @@ func FuzzParse(f *testing.F) {
 			mw = header.DefaultMaxRetryAfter
 		}
 		checkFuzzSignal(t, s, mw)
+	})
+}
+
+// FuzzDialectName: whatever name a user's dialect sets, Parse keeps it
+// when it is a short name and clears it otherwise, so an exporter never
+// gets a long or odd attribute value from it.
+func FuzzDialectName(f *testing.F) {
+	for _, name := range []string{"", "stripe", "MyCorp-v2_internal.api", "Bearer sk_live_123", "https://api.example/v1",
+		"a\x00b", "straße", "\xff", strings.Repeat("d", 64), strings.Repeat("d", 65)} {
+		f.Add(name)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		d := header.DialectFunc(func(_ int, _ http.Header, _ time.Time, s *header.Signal) { s.Dialect = name })
+		s := header.Parse(http.StatusTooManyRequests, http.Header{}, fuzzNow, fuzzMaxWait, d)
+		checkFuzzSignal(t, s, fuzzMaxWait)
+		if s.Dialect != name && s.Dialect != "" {
+			t.Fatalf("Dialect %q, want %q or nothing", s.Dialect, name)
+		}
+		const nameBytes = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+		short := len(name) <= header.MaxDialectName && strings.Trim(name, nameBytes) == ""
+		if s.Dialect == "" && name != "" && short {
+			t.Fatalf("short name %q cleared", name)
+		}
 	})
 }

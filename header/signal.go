@@ -34,6 +34,9 @@ const (
 	// maxSignalQuotas bounds Signal.Quotas so a list with hundreds of
 	// members cannot make matching or storage expensive.
 	maxSignalQuotas = 64
+	// maxDialectNameLen bounds Signal.Dialect, a name chosen in code
+	// that exporters use as an attribute value.
+	maxDialectNameLen = 64
 	// maxQuotaWindow bounds Quota.Window. A window is a description of a
 	// policy, not a wait, so it is not capped at maxWait (a "daily" policy
 	// must keep its 24 h window); one leap year is the longest period any
@@ -128,6 +131,21 @@ type Signal struct {
 	// HasInFlight tells a count of 0 from none. Only dialects set it.
 	InFlight    int64
 	HasInFlight bool
+
+	// Dialect names the [Dialect] that recognised the response as its
+	// provider's: a provider's dialect sets its short name ("stripe",
+	// "github", ...; package providers lists them) when the response holds
+	// one of that provider's own fields, and leaves it alone when it finds
+	// none. The standard parsers leave it empty, so "" means that no
+	// dialect recognised the response. When several dialects recognise
+	// one, the last to run names it.
+	//
+	// It must be a constant chosen in code, never text read from the
+	// response (a header value may be a key, an ID or a URL): exporters
+	// make it a metric attribute, whose values must be few. [Signal.Normalize]
+	// clears a name longer than 64 bytes or holding a byte other than an
+	// ASCII letter, a digit, '-', '_' or '.'.
+	Dialect string
 }
 
 // Quota is what a server reported about one quota or policy. The zero
@@ -249,8 +267,9 @@ func (s Signal) Wait() (time.Duration, bool) {
 // [0, maxWait] (maxWait <= 0 means [DefaultMaxRetryAfter]) and flags
 // Capped when it was cut; Window is clamped to [0, 1 year]; negative
 // counts are dropped; Quotas is truncated to 64 entries; short text fields
-// longer than 256 bytes are cleared. Call it yourself only when you run a
-// [Dialect] directly instead of through Parse.
+// longer than 256 bytes are cleared, and so is a Dialect name that is not
+// a short name (see [Signal.Dialect]). Call it yourself only when you run
+// a [Dialect] directly instead of through Parse.
 func (s *Signal) Normalize(maxWait time.Duration) {
 	if maxWait <= 0 {
 		maxWait = DefaultMaxRetryAfter
@@ -282,11 +301,16 @@ func (s *Signal) Normalize(maxWait time.Duration) {
 	s.Scope = boundSignalText(s.Scope)
 	s.Bucket = boundSignalText(s.Bucket)
 	s.Reason = boundSignalText(s.Reason)
+	if !isDialectName(s.Dialect) {
+		s.Dialect = ""
+	}
 }
 
 // Dialect reads one provider's headers into s, after the standard parsers
 // have run. It may add or replace quotas (use [Signal.SetQuota]), set
-// Limited, RetryAfter, Scope and the other fields. Parse calls
+// Limited, RetryAfter, Scope and the other fields, and names itself in
+// [Signal.Dialect] (a constant) when the response holds one of its
+// provider's own fields. Parse calls
 // [Signal.Normalize] after the last dialect, so a dialect need not cap
 // durations itself, but it must never produce a negative count on purpose.
 //
@@ -539,6 +563,23 @@ func boundSignalText(s string) string {
 		return ""
 	}
 	return s
+}
+
+// isDialectName reports whether name is a valid [Signal.Dialect]: at most
+// 64 bytes of ASCII letters, digits, '-', '_' and '.'. The empty name is
+// valid: no dialect recognised the response.
+func isDialectName(name string) bool {
+	if len(name) > maxDialectNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // SecondsToDuration converts a number of seconds to a Duration, saturating:

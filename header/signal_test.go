@@ -185,6 +185,50 @@ func TestSignalDialects(t *testing.T) {
 	}
 }
 
+// TestSignalDialectName: a dialect's name survives Parse when it is a
+// short name, and is cleared otherwise, whatever a user's dialect sets;
+// the standard parsers set none, and the last dialect to name itself wins.
+func TestSignalDialectName(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	named := func(name string) header.Dialect {
+		return header.DialectFunc(func(_ int, _ http.Header, _ time.Time, s *header.Signal) { s.Dialect = name })
+	}
+	limited := http.Header{"Retry-After": {"1"}, "X-Ratelimit-Limit": {"10"}, "X-Ratelimit-Remaining": {"0"}}
+	if s := header.Parse(http.StatusTooManyRequests, limited, now, 0); s.Dialect != "" {
+		t.Fatalf("the standard parsers named a dialect: %q", s.Dialect)
+	}
+	tests := []struct {
+		name, set, want string
+	}{
+		{"lowercase", "stripe", "stripe"},
+		{"mixed, digits and punctuation", "MyCorp-v2_internal.api", "MyCorp-v2_internal.api"},
+		{"at the bound", strings.Repeat("d", header.MaxDialectName), strings.Repeat("d", header.MaxDialectName)},
+		{"over the bound", strings.Repeat("d", header.MaxDialectName+1), ""},
+		{"space", "my dialect", ""},
+		{"a header value", "Bearer sk_live_123", ""},
+		{"a URL", "https://api.example/v1", ""},
+		{"a colon", "acme:prod", ""},
+		{"non-ASCII", "straße", ""},
+		{"control byte", "a\x00b", ""},
+		{"quote", `a"b`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if s := header.Parse(http.StatusTooManyRequests, limited, now, 0, named(tt.set)); s.Dialect != tt.want {
+				t.Fatalf("Dialect = %q; want %q", s.Dialect, tt.want)
+			}
+			s := header.Signal{Dialect: tt.set}
+			if s.Normalize(0); s.Dialect != tt.want {
+				t.Fatalf("after Normalize, Dialect = %q; want %q", s.Dialect, tt.want)
+			}
+		})
+	}
+	s := header.Parse(http.StatusTooManyRequests, limited, now, 0, named("first"), named("second"), nil)
+	if s.Dialect != "second" {
+		t.Fatalf("Dialect = %q; want the last dialect's, second", s.Dialect)
+	}
+}
+
 func TestSignalSetQuotaReplacesAndBounds(t *testing.T) {
 	var s header.Signal
 	s.SetQuota(header.Quota{Name: "a", Limit: 1, HasLimit: true})
@@ -309,6 +353,9 @@ func checkSignalInvariants(t *testing.T, s header.Signal, maxWait time.Duration)
 	}
 	if w, _ := s.Wait(); w < 0 || w > maxWait {
 		t.Fatalf("Wait %v outside [0, %v]", w, maxWait)
+	}
+	if !header.IsDialectName(s.Dialect) {
+		t.Fatalf("Dialect %q is not a short name", s.Dialect)
 	}
 }
 

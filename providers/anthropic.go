@@ -22,7 +22,7 @@ import (
 // own estimate (max_tokens, say) if you need it. The dialect [Anthropic]
 // reads what is left of every quota from the headers.
 func AnthropicPreset(c LLMConfig) Preset {
-	return llmPreset("anthropic", "api.anthropic.com", "input-tokens", c, Anthropic)
+	return llmPreset(anthropicName, "api.anthropic.com", "input-tokens", c, Anthropic)
 }
 
 // Anthropic reads anthropic-ratelimit-{requests,tokens,input-tokens,
@@ -30,7 +30,8 @@ func AnthropicPreset(c LLMConfig) Preset {
 // ("requests" counts requests, the others tokens). The reset is an RFC 3339
 // timestamp ("2025-08-21T12:40:59Z"), converted to the time until it from
 // now; a past reset gives 0. retry-after on 429 and x-should-retry are
-// read by header.Parse itself.
+// read by header.Parse itself. It names itself "anthropic" in
+// header.Signal.Dialect when it read a quota.
 //
 // Source: docs.anthropic.com/en/api/rate-limits ("Response headers").
 var Anthropic header.Dialect = header.DialectFunc(parseAnthropic)
@@ -71,6 +72,7 @@ func parseAnthropic(_ int, h http.Header, now time.Time, s *header.Signal) {
 		q.Reset, q.HasReset = ParseRFC3339Reset(value(h, f.reset), now)
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)
+			s.Dialect = anthropicName
 		}
 	}
 }

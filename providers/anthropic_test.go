@@ -44,7 +44,7 @@ func TestAnthropicDialect(t *testing.T) {
 			name: "anthropic fixture", dialect: providers.Anthropic, status: 200, now: time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC),
 			h: hdr("anthropic-ratelimit-requests-limit", "1000", "anthropic-ratelimit-requests-remaining", "999",
 				"anthropic-ratelimit-requests-reset", "2025-08-21T12:40:59Z", "anthropic-ratelimit-input-tokens-limit", "80000"),
-			want: header.Signal{Quotas: []header.Quota{
+			want: header.Signal{Dialect: "anthropic", Quotas: []header.Quota{
 				q("requests", "requests", 1000, 999, 59*time.Second),
 				{Name: "input-tokens", Unit: "tokens", Limit: 80000, HasLimit: true},
 			}},
@@ -53,7 +53,7 @@ func TestAnthropicDialect(t *testing.T) {
 			name: "anthropic 429 retry-after and past reset", dialect: providers.Anthropic, status: 429, now: time.Date(2025, 8, 21, 13, 0, 0, 0, time.UTC),
 			h: hdr("retry-after", "20", "anthropic-ratelimit-output-tokens-remaining", "0",
 				"anthropic-ratelimit-output-tokens-reset", "2025-08-21T12:40:59Z", "anthropic-ratelimit-tokens-reset", "tomorrow"),
-			want: header.Signal{Limited: true, RetryAfter: 20 * time.Second, HasRetryAfter: true,
+			want: header.Signal{Limited: true, RetryAfter: 20 * time.Second, HasRetryAfter: true, Dialect: "anthropic",
 				Quotas: []header.Quota{{Name: "output-tokens", Unit: "tokens", Remaining: 0, HasRemaining: true, HasReset: true}}},
 		},
 	})

@@ -49,7 +49,63 @@ func checkDialects(t *testing.T, tests []dialectCase) {
 
 // allDialects are every dialect of the package.
 var allDialects = []header.Dialect{providers.OpenAI, providers.Anthropic, providers.Shopify, providers.GitHub,
-	providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot}
+	providers.Discord, providers.Stripe, providers.Salesforce, providers.HubSpot, providers.Twilio}
+
+// TestDialectNames: each preset's dialect names itself, with the preset's
+// Name, in a response holding one of its provider's fields, and in no
+// other: not in one carrying only the standard fields (which many
+// providers send), nor in another provider's.
+func TestDialectNames(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	standard := hdr("Retry-After", "2", "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "0",
+		"X-RateLimit-Used", "100", "X-RateLimit-Reset", "1700000060", "RateLimit", `"default";r=0;t=5`,
+		"RateLimit-Policy", `"default";q=100;w=60`, "X-Should-Retry", "true")
+	cases := []struct {
+		preset providers.Preset
+		own    http.Header // one of the provider's fields, beside the standard ones
+	}{
+		{providers.OpenAIPreset(providers.LLMConfig{RPM: 60}), hdr("x-ratelimit-remaining-requests", "59")},
+		{providers.AnthropicPreset(providers.LLMConfig{RPM: 50}), hdr("anthropic-ratelimit-requests-remaining", "49")},
+		{providers.ShopifyPreset(providers.ShopifyConfig{}), hdr("X-Shopify-Shop-Api-Call-Limit", "40/40")},
+		{providers.GitHubPreset(providers.GitHubConfig{}), hdr("x-ratelimit-resource", "core")},
+		{providers.DiscordPreset(providers.DiscordConfig{}), hdr("X-RateLimit-Bucket", "abcd1234")},
+		{providers.StripePreset(providers.StripeConfig{}), hdr("Stripe-Rate-Limited-Reason", "global-rate")},
+		{providers.SalesforcePreset(providers.SalesforceConfig{}), hdr("Sforce-Limit-Info", "api-usage=5000/5000")},
+		{providers.HubSpotPreset(providers.HubSpotConfig{}), hdr("X-HubSpot-RateLimit-Remaining", "0")},
+		{providers.TwilioPreset(providers.TwilioConfig{}), hdr("Twilio-Concurrent-Requests", "100")},
+	}
+	with := func(own http.Header) http.Header {
+		h := standard.Clone()
+		for k, v := range own {
+			h[k] = v
+		}
+		return h
+	}
+	for _, c := range cases {
+		t.Run(c.preset.Name, func(t *testing.T) {
+			d := c.preset.Dialect
+			if d == nil {
+				t.Fatal("the preset has no dialect")
+			}
+			for _, status := range []int{http.StatusOK, http.StatusForbidden, http.StatusTooManyRequests} {
+				if got := header.Parse(status, with(c.own), now, 0, d).Dialect; got != c.preset.Name {
+					t.Errorf("status %d, with %v: Dialect %q, want %q", status, c.own, got, c.preset.Name)
+				}
+				if got := header.Parse(status, standard, now, 0, d).Dialect; got != "" {
+					t.Errorf("status %d, standard fields only: Dialect %q, want none", status, got)
+				}
+				for _, other := range cases {
+					if other.preset.Name == c.preset.Name {
+						continue
+					}
+					if got := header.Parse(status, with(other.own), now, 0, d).Dialect; got != "" {
+						t.Errorf("status %d, %s's %v: Dialect %q, want none", status, other.preset.Name, other.own, got)
+					}
+				}
+			}
+		})
+	}
+}
 
 func TestDialectsCapped(t *testing.T) {
 	now := time.Date(2025, 8, 21, 12, 0, 0, 0, time.UTC)

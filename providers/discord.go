@@ -40,7 +40,7 @@ func DiscordPreset(c DiscordConfig) Preset {
 		key = throttle.KeyHeader("Authorization")
 	}
 	return Preset{
-		Name: "discord",
+		Name: discordName,
 		Rules: []throttle.Rule{{
 			Name:  "discord-global",
 			Limit: throttle.Limit{Rate: 50, Period: time.Second, Burst: burstOf(50)},
@@ -58,7 +58,10 @@ func DiscordPreset(c DiscordConfig) Preset {
 // "shared") into Scope, and X-RateLimit-Global: true into Scope "global"
 // when no scope was sent. header.Parse already reads X-RateLimit-Limit,
 // -Remaining, and -Reset-After (float seconds, preferred over the epoch
-// -Reset "1470173023.123") into the quota "requests".
+// -Reset "1470173023.123") into the quota "requests". It names itself
+// "discord" in header.Signal.Dialect when it read a bucket, a scope or the
+// global flag: the standard X-RateLimit-* fields that other providers send
+// are not Discord's.
 //
 // Source: discord.com/developers/docs/topics/rate-limits.
 var Discord header.Dialect = header.DialectFunc(parseDiscord)
@@ -73,10 +76,13 @@ var (
 func parseDiscord(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if b := value(h, discordBucket); b != "" {
 		s.Bucket = b
+		s.Dialect = discordName
 	}
 	if sc := value(h, discordScope); sc != "" {
 		s.Scope = sc
+		s.Dialect = discordName
 	} else if strings.EqualFold(value(h, discordGlobal), "true") {
 		s.Scope = "global"
+		s.Dialect = discordName
 	}
 }

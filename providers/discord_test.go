@@ -32,13 +32,13 @@ func TestDiscordDialect(t *testing.T) {
 			name: "discord 429 shared scope", dialect: providers.Discord, status: 429, now: time.Unix(1470173000, 0),
 			h: hdr("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1470173023.123",
 				"X-RateLimit-Reset-After", "64.57", "X-RateLimit-Bucket", "abcd1234", "X-RateLimit-Scope", "shared", "Retry-After", "65"),
-			want: header.Signal{Limited: true, RetryAfter: 65 * time.Second, HasRetryAfter: true, Scope: "shared", Bucket: "abcd1234",
+			want: header.Signal{Limited: true, RetryAfter: 65 * time.Second, HasRetryAfter: true, Scope: "shared", Bucket: "abcd1234", Dialect: "discord",
 				Quotas: []header.Quota{q("requests", "requests", 10, 0, 64570*time.Millisecond)}},
 		},
 		{
 			name: "discord global flag", dialect: providers.Discord, status: 429,
 			h:    hdr("X-RateLimit-Global", "true", "Retry-After", "1"),
-			want: header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true, Scope: "global"},
+			want: header.Signal{Limited: true, RetryAfter: time.Second, HasRetryAfter: true, Scope: "global", Dialect: "discord"},
 		},
 		{
 			name: "discord epoch reset when no reset-after", dialect: providers.Discord, status: 200, now: time.Unix(1470173000, 0),

@@ -39,9 +39,10 @@
 // A dialect is a [header.Dialect] reading a provider's rate-limit
 // headers beyond the standard fields that [header.Parse] always reads
 // (Retry-After, retry-after-ms, X-RateLimit-*, IETF RateLimit): [OpenAI],
-// [Anthropic], [Shopify], [GitHub], [Discord], [Stripe], [Salesforce] and
-// [HubSpot]. A preset's Options include its dialect; give others to a
-// Transport with [throttle.WithDialects], or to header.Parse directly:
+// [Anthropic], [Shopify], [GitHub], [Discord], [Stripe], [Salesforce],
+// [HubSpot] and [Twilio]. A preset's Options include its dialect; give
+// others to a Transport with [throttle.WithDialects], or to header.Parse
+// directly:
 //
 //	sig := header.Parse(resp.StatusCode, resp.Header, time.Now(), 0, providers.GitHub)
 //
@@ -52,6 +53,15 @@
 // [header.Signal.Normalize] afterwards. The package variables are Dialect
 // values meant to be read, never reassigned. Package header tells how to
 // write a dialect of your own.
+//
+// A dialect that finds one of its provider's own fields in a response
+// names itself in [header.Signal.Dialect], with its preset's Name
+// ("openai", "anthropic", "shopify", "github", "discord", "stripe",
+// "salesforce", "hubspot", "twilio"; SendGrid and Slack have no dialect),
+// and leaves it alone otherwise: the Transport's rate-limited event
+// carries it ([throttle.Event.Dialect]), and the exporters count
+// rate-limited responses by it. The standard fields alone (Retry-After,
+// X-RateLimit-*), which many providers send, name no dialect.
 //
 // # Examples
 //

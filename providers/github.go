@@ -83,7 +83,7 @@ func GitHubPreset(c GitHubConfig) Preset {
 	points.Limit.Burst = max(points.Limit.Burst, 5)
 	create := []string{http.MethodPost, http.MethodPut}
 	return Preset{
-		Name: "github",
+		Name: gitHubName,
 		Rules: []throttle.Rule{
 			rule("core", hourly, time.Hour, nil, func(r *http.Request) bool { return authenticated(r) && !search(r) }),
 			rule("search", 30, time.Minute, nil, func(r *http.Request) bool { return authenticated(r) && search(r) && !codeSearch(r) }),
@@ -137,10 +137,22 @@ const githubSecondaryWait = time.Minute
 // secondary-limit 403 differs from a permission error only in its body,
 // which a header dialect cannot see.
 //
+// The rules above apply to any response, but the dialect names itself
+// "github" in header.Signal.Dialect only for a response carrying
+// x-ratelimit-resource, the one rate-limit field of GitHub's that other
+// providers do not send.
+//
 // Source: docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api.
 var GitHub header.Dialect = header.DialectFunc(parseGitHub)
 
+// gitHubResource is the canonical key of x-ratelimit-resource, which
+// header.Parse reads into Scope.
+var gitHubResource = http.CanonicalHeaderKey("X-RateLimit-Resource")
+
 func parseGitHub(status int, h http.Header, _ time.Time, s *header.Signal) {
+	if value(h, gitHubResource) != "" {
+		s.Dialect = gitHubName
+	}
 	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
 		return
 	}

@@ -70,7 +70,7 @@ func TestGitHubDialect(t *testing.T) {
 			name: "github primary 403 remaining 0 waits for reset", dialect: providers.GitHub, status: 403, now: time.Unix(1372700873-40, 0),
 			h: hdr("x-ratelimit-limit", "5000", "x-ratelimit-remaining", "0", "x-ratelimit-used", "5000",
 				"x-ratelimit-reset", "1372700873", "x-ratelimit-resource", "core"),
-			want: header.Signal{Limited: true, RetryAfter: 40 * time.Second, HasRetryAfter: true, Scope: "core",
+			want: header.Signal{Limited: true, RetryAfter: 40 * time.Second, HasRetryAfter: true, Scope: "core", Dialect: "github",
 				Quotas: []header.Quota{q("requests", "requests", 5000, 0, 40*time.Second)}},
 		},
 		{
@@ -82,7 +82,7 @@ func TestGitHubDialect(t *testing.T) {
 		{
 			name: "github secondary 429 waits a minute", dialect: providers.GitHub, status: 429,
 			h: hdr("x-ratelimit-remaining", "4000", "x-ratelimit-resource", "core"),
-			want: header.Signal{Limited: true, RetryAfter: time.Minute, HasRetryAfter: true, Scope: "core",
+			want: header.Signal{Limited: true, RetryAfter: time.Minute, HasRetryAfter: true, Scope: "core", Dialect: "github",
 				Quotas: []header.Quota{{Name: "requests", Unit: "requests", Remaining: 4000, HasRemaining: true}}},
 		},
 		{
@@ -93,7 +93,7 @@ func TestGitHubDialect(t *testing.T) {
 		{
 			name: "github 200 search resource", dialect: providers.GitHub, status: 200, now: time.Unix(1372700873-40, 0),
 			h:    hdr("x-ratelimit-limit", "30", "x-ratelimit-remaining", "29", "x-ratelimit-reset", "1372700873", "x-ratelimit-resource", "search"),
-			want: header.Signal{Scope: "search", Quotas: []header.Quota{q("requests", "requests", 30, 29, 40*time.Second)}},
+			want: header.Signal{Scope: "search", Dialect: "github", Quotas: []header.Quota{q("requests", "requests", 30, 29, 40*time.Second)}},
 		},
 	})
 }

@@ -10,6 +10,22 @@ import (
 // maxValueLen bounds every header value a dialect reads.
 const maxValueLen = 256
 
+// The names the dialects give themselves in [header.Signal.Dialect] when a
+// response holds one of their provider's fields: each is the Name of the
+// provider's [Preset]. They are constants, so that an exporter counting
+// rate-limited responses by dialect has at most these values.
+const (
+	anthropicName  = "anthropic"
+	discordName    = "discord"
+	gitHubName     = "github"
+	hubSpotName    = "hubspot"
+	openAIName     = "openai"
+	salesforceName = "salesforce"
+	shopifyName    = "shopify"
+	stripeName     = "stripe"
+	twilioName     = "twilio"
+)
+
 // Every key this package looks up is canonical, made so once where it is
 // declared: a direct lookup h[key] then finds exactly what
 // [header.Value] and h.Get find, without canonicalising the name

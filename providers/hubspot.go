@@ -108,7 +108,7 @@ func HubSpotPreset(c HubSpotConfig) Preset {
 		search = 4
 	}
 	return Preset{
-		Name: "hubspot",
+		Name: hubSpotName,
 		Rules: []throttle.Rule{
 			{
 				Name:  ruleName("hubspot", "ten-secondly"),
@@ -146,7 +146,8 @@ func isHubSpotSearch(r *http.Request) bool {
 // from X-HubSpot-RateLimit-Daily and -Daily-Remaining (absent for OAuth
 // apps; the window is 24 h, resetting at midnight in the account's time
 // zone, which the headers do not give, so no reset is reported); and the
-// deprecated "secondly" from -Secondly and -Secondly-Remaining.
+// deprecated "secondly" from -Secondly and -Secondly-Remaining. It names
+// itself "hubspot" in header.Signal.Dialect when it read a quota.
 //
 // Source: developers.hubspot.com/docs/api/usage-details.
 var HubSpot header.Dialect = header.DialectFunc(parseHubSpot)
@@ -179,12 +180,13 @@ func parseHubSpot(_ int, h http.Header, _ time.Time, s *header.Signal) {
 }
 
 // setHubSpotQuota sets the quota name from the fields with canonical keys
-// limit and remaining when either is valid.
+// limit and remaining when either is valid, and then names the dialect.
 func setHubSpotQuota(h http.Header, s *header.Signal, name, limit, remaining string, window time.Duration) {
 	q := header.Quota{Name: name, Unit: "requests", Window: window}
 	q.Limit, q.HasLimit = header.ParseCount(value(h, limit))
 	q.Remaining, q.HasRemaining = header.ParseCount(value(h, remaining))
 	if q.HasLimit || q.HasRemaining {
 		s.SetQuota(q)
+		s.Dialect = hubSpotName
 	}
 }

@@ -18,7 +18,7 @@ func TestHubSpotDialect(t *testing.T) {
 			h: hdr("X-HubSpot-RateLimit-Daily", "650000", "X-HubSpot-RateLimit-Daily-Remaining", "649000",
 				"X-HubSpot-RateLimit-Interval-Milliseconds", "10000", "X-HubSpot-RateLimit-Max", "190",
 				"X-HubSpot-RateLimit-Remaining", "189"),
-			want: header.Signal{Quotas: []header.Quota{
+			want: header.Signal{Dialect: "hubspot", Quotas: []header.Quota{
 				{Name: "interval", Unit: "requests", Limit: 190, HasLimit: true, Remaining: 189, HasRemaining: true, Window: 10 * time.Second},
 				{Name: "daily", Unit: "requests", Limit: 650000, HasLimit: true, Remaining: 649000, HasRemaining: true, Window: 24 * time.Hour},
 			}},
@@ -28,7 +28,7 @@ func TestHubSpotDialect(t *testing.T) {
 			h: hdr("X-HubSpot-RateLimit-Max", "100", "X-HubSpot-RateLimit-Remaining", "0",
 				"X-HubSpot-RateLimit-Secondly", "10", "X-HubSpot-RateLimit-Secondly-Remaining", "0",
 				"X-HubSpot-RateLimit-Interval-Milliseconds", "-1"),
-			want: header.Signal{Limited: true, Quotas: []header.Quota{
+			want: header.Signal{Limited: true, Dialect: "hubspot", Quotas: []header.Quota{
 				{Name: "interval", Unit: "requests", Limit: 100, HasLimit: true, Remaining: 0, HasRemaining: true},
 				{Name: "secondly", Unit: "requests", Limit: 10, HasLimit: true, Remaining: 0, HasRemaining: true, Window: time.Second},
 			}},

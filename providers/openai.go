@@ -23,7 +23,7 @@ import (
 //
 // OpenAI's daily limits (RPD, TPD) are not rules. The dialect is [OpenAI].
 func OpenAIPreset(c LLMConfig) Preset {
-	return llmPreset("openai", "api.openai.com", "tokens", c, OpenAI)
+	return llmPreset(openAIName, "api.openai.com", "tokens", c, OpenAI)
 }
 
 // OpenAI reads OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens}
@@ -32,7 +32,9 @@ func OpenAIPreset(c LLMConfig) Preset {
 // duration ("1s", "6m0s", "12ms", "1h2m3.5s", see [ParseOpenAIDuration])
 // meaning the time until the quota is fully replenished, not the time until
 // the next request is allowed. Retry-After, retry-after-ms and
-// x-should-retry are read by header.Parse itself.
+// x-should-retry are read by header.Parse itself. It names itself "openai"
+// in header.Signal.Dialect when it read a quota: the standard
+// X-RateLimit-* fields that other providers send are not OpenAI's.
 //
 // Source: platform.openai.com/docs/guides/rate-limits ("Rate limits in
 // headers"); the OpenAI Python SDK for retry-after-ms and x-should-retry.
@@ -71,6 +73,7 @@ func parseOpenAI(_ int, h http.Header, _ time.Time, s *header.Signal) {
 		q.Reset, q.HasReset = ParseOpenAIDuration(value(h, f.reset))
 		if q.HasLimit || q.HasRemaining || q.HasReset {
 			s.SetQuota(q)
+			s.Dialect = openAIName
 		}
 	}
 }

@@ -46,7 +46,7 @@ func TestOpenAIDialect(t *testing.T) {
 			h: hdr("x-ratelimit-limit-requests", "60", "x-ratelimit-limit-tokens", "150000",
 				"x-ratelimit-remaining-requests", "59", "x-ratelimit-remaining-tokens", "149984",
 				"x-ratelimit-reset-requests", "1s", "x-ratelimit-reset-tokens", "6m0s"),
-			want: header.Signal{Quotas: []header.Quota{
+			want: header.Signal{Dialect: "openai", Quotas: []header.Quota{
 				q("requests", "requests", 60, 59, time.Second),
 				q("tokens", "tokens", 150000, 149984, 6*time.Minute),
 			}},
@@ -55,14 +55,14 @@ func TestOpenAIDialect(t *testing.T) {
 			name: "openai 429 with retry-after-ms and should-retry", dialect: providers.OpenAI, status: 429,
 			h: hdr("retry-after-ms", "12", "retry-after", "1", "x-should-retry", "true",
 				"x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "12ms"),
-			want: header.Signal{Limited: true, RetryAfter: 12 * time.Millisecond, HasRetryAfter: true, ShouldRetry: header.RetryHintRetry,
+			want: header.Signal{Limited: true, RetryAfter: 12 * time.Millisecond, HasRetryAfter: true, ShouldRetry: header.RetryHintRetry, Dialect: "openai",
 				Quotas: []header.Quota{{Name: "tokens", Unit: "tokens", Remaining: 0, HasRemaining: true, Reset: 12 * time.Millisecond, HasReset: true}}},
 		},
 		{
 			name: "openai usage based variant and garbled reset", dialect: providers.OpenAI, status: 200,
 			h: hdr("x-ratelimit-remaining-tokens_usage_based", "10", "x-ratelimit-reset-tokens_usage_based", "9ms",
 				"x-ratelimit-reset-requests", "soon"),
-			want: header.Signal{Quotas: []header.Quota{{Name: "tokens_usage_based", Unit: "tokens", Remaining: 10, HasRemaining: true, Reset: 9 * time.Millisecond, HasReset: true}}},
+			want: header.Signal{Dialect: "openai", Quotas: []header.Quota{{Name: "tokens_usage_based", Unit: "tokens", Remaining: 10, HasRemaining: true, Reset: 9 * time.Millisecond, HasReset: true}}},
 		},
 	})
 }

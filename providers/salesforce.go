@@ -67,7 +67,7 @@ func SalesforcePreset(c SalesforceConfig) Preset {
 		daily = 100_000 + max(c.Licenses, 0)*per
 	}
 	return Preset{
-		Name: "salesforce",
+		Name: salesforceName,
 		Rules: []throttle.Rule{{
 			Name:  ruleName("salesforce", "daily"),
 			Limit: throttle.Limit{Rate: daily, Period: 24 * time.Hour, Burst: burstOf(daily)},
@@ -89,7 +89,8 @@ const maxLimitInfoLen = 1024
 // items may be separated by ';' or ',') into one quota per counter, named
 // after it, with Remaining = limit - used. A 403 whose api-usage is
 // exhausted is Limited (REQUEST_LIMIT_EXCEEDED); the daily allocation is a
-// rolling 24 h, so no reset is reported.
+// rolling 24 h, so no reset is reported. It names itself "salesforce" in
+// header.Signal.Dialect when it read a counter.
 //
 // Source: developer.salesforce.com REST API Developer Guide, "Limit Info
 // Header".
@@ -122,6 +123,7 @@ func parseSalesforce(status int, h http.Header, _ time.Time, s *header.Signal) {
 			Remaining: max(limit-used, 0), HasRemaining: true,
 		}
 		s.SetQuota(q)
+		s.Dialect = salesforceName
 		if name == "api-usage" && status == http.StatusForbidden && q.Exhausted() {
 			s.Limited = true
 		}

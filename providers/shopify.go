@@ -103,13 +103,14 @@ func ShopifyPreset(c ShopifyConfig) Preset {
 			ActualCost: ShopifyGraphQLCost,
 		})
 	}
-	return Preset{Name: "shopify", Rules: rules, Dialect: Shopify}
+	return Preset{Name: shopifyName, Rules: rules, Dialect: Shopify}
 }
 
 // Shopify reads X-Shopify-Shop-Api-Call-Limit ("32/40": requests used /
 // bucket size, REST Admin API leaky bucket) into the quota "requests"
 // (Limit 40, Remaining 8). Shopify's 429 carries "Retry-After: 2.0"
-// (fractional seconds), which header.Parse reads itself.
+// (fractional seconds), which header.Parse reads itself. It names itself
+// "shopify" in header.Signal.Dialect when it read the call limit.
 //
 // Source: shopify.dev/docs/api/admin-rest/usage/rate-limits.
 var Shopify header.Dialect = header.DialectFunc(parseShopify)
@@ -128,6 +129,7 @@ func parseShopify(_ int, h http.Header, _ time.Time, s *header.Signal) {
 		Limit: size, HasLimit: true,
 		Remaining: max(size-used, 0), HasRemaining: true,
 	})
+	s.Dialect = shopifyName
 }
 
 // storeKey partitions by the request's host, which names the store:

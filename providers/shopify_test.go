@@ -56,12 +56,12 @@ func TestShopifyDialect(t *testing.T) {
 		{
 			name: "shopify bucket", dialect: providers.Shopify, status: 200,
 			h:    hdr("X-Shopify-Shop-Api-Call-Limit", "32/40"),
-			want: header.Signal{Quotas: []header.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 8, HasRemaining: true}}},
+			want: header.Signal{Dialect: "shopify", Quotas: []header.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 8, HasRemaining: true}}},
 		},
 		{
 			name: "shopify 429 float retry-after, overfull bucket", dialect: providers.Shopify, status: 429,
 			h: hdr("X-Shopify-Shop-Api-Call-Limit", "41/40", "Retry-After", "2.0"),
-			want: header.Signal{Limited: true, RetryAfter: 2 * time.Second, HasRetryAfter: true,
+			want: header.Signal{Limited: true, RetryAfter: 2 * time.Second, HasRetryAfter: true, Dialect: "shopify",
 				Quotas: []header.Quota{{Name: "requests", Unit: "requests", Limit: 40, HasLimit: true, Remaining: 0, HasRemaining: true}}},
 		},
 		{

@@ -94,7 +94,7 @@ func StripePreset(c StripeConfig) Preset {
 		}
 	}
 	p := Preset{
-		Name: "stripe",
+		Name: stripeName,
 		Rules: []throttle.Rule{
 			rule("global", global, throttle.Match{Func: counted}, nil),
 			rule("endpoint", 25, throttle.Match{Func: counted},
@@ -163,7 +163,8 @@ func isStripeID(seg string) bool {
 // documents no Retry-After or remaining-count headers, so a limited Stripe
 // response names no wait: use your own backoff. A 429 with code
 // lock_timeout (object lock contention, not a rate limit) can only be told
-// apart by its body.
+// apart by its body. It names itself "stripe" in header.Signal.Dialect
+// when it read either field.
 //
 // Source: docs.stripe.com/rate-limits; stripe-go (Stripe-Should-Retry).
 var Stripe header.Dialect = header.DialectFunc(parseStripe)
@@ -178,8 +179,10 @@ func parseStripe(_ int, h http.Header, _ time.Time, s *header.Signal) {
 	if r := value(h, stripeLimitedReason); r != "" {
 		s.Reason = r
 		s.Concurrent = r == "global-concurrency" || r == "endpoint-concurrency"
+		s.Dialect = stripeName
 	}
 	if hint := header.ParseShouldRetry(value(h, stripeShouldRetry)); hint != header.RetryHintNone {
 		s.ShouldRetry = hint
+		s.Dialect = stripeName
 	}
 }

@@ -103,12 +103,12 @@ func TestStripeDialect(t *testing.T) {
 		{
 			name: "stripe 429 reason", dialect: providers.Stripe, status: 429,
 			h:    hdr("Stripe-Rate-Limited-Reason", "endpoint-concurrency", "Stripe-Should-Retry", "false"),
-			want: header.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: header.RetryHintDoNotRetry, Concurrent: true},
+			want: header.Signal{Limited: true, Reason: "endpoint-concurrency", ShouldRetry: header.RetryHintDoNotRetry, Concurrent: true, Dialect: "stripe"},
 		},
 		{
 			name: "stripe should-retry true", dialect: providers.Stripe, status: 409,
 			h:    hdr("Stripe-Should-Retry", "true"),
-			want: header.Signal{ShouldRetry: header.RetryHintRetry},
+			want: header.Signal{ShouldRetry: header.RetryHintRetry, Dialect: "stripe"},
 		},
 	})
 }

@@ -96,7 +96,7 @@ func TwilioPreset(c TwilioConfig) Preset {
 		return throttle.Rule{Name: ruleName("twilio", name), Limit: l, Match: m, Key: sender, Cost: c.Segments}
 	}
 	return Preset{
-		Name: "twilio",
+		Name: twilioName,
 		Rules: []throttle.Rule{
 			{Name: "twilio-concurrency", Limit: requests, Concurrency: concurrency, Match: throttle.Match{Host: host}, Key: twilioAccount},
 			perSender("long-code", twilioLongCode, 1),

@@ -14,7 +14,9 @@ import (
 // not read, carries the code). Twilio-Concurrent-Requests, which Twilio's
 // docs tell callers to watch, is the account's count of requests in flight
 // when Twilio answered: the Transport keeps the fleet's concurrency cap in
-// line with it.
+// line with it. The dialect names itself "twilio" in header.Signal.Dialect
+// when it read that count; a 429 without it is Limited and Concurrent all
+// the same, but unnamed.
 //
 // Sources: twilio.com/docs/api/errors/20429 and errors/45780 (read
 // 2026-11).
@@ -36,6 +38,7 @@ func parseTwilio(status int, h http.Header, _ time.Time, s *header.Signal) {
 	if v := value(h, twilioConcurrent); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			s.InFlight, s.HasInFlight = min(n, maxTwilioInFlight), true
+			s.Dialect = twilioName
 		}
 	}
 }
