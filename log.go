@@ -19,7 +19,8 @@ import (
 //
 // Each line carries the request's method and host and the rule's name,
 // and the event's own fields (the wait in seconds, the reason, the
-// status); never a header, the URL's path or query, or a partition key.
+// status, the dialect that recognised a rate-limited response); never a
+// header, the URL's path or query, or a partition key.
 // Lines below l's level cost a call to its handler's Enabled, and nothing
 // else. A nil l, like no WithLogger (the default), logs nothing. l must be
 // safe for concurrent use, as every [*slog.Logger] is. WithLogger adds an
@@ -106,6 +107,9 @@ func (o logObserver) Observe(e Event) {
 		}
 		if e.ServerReason != "" {
 			as = append(as, slog.String("server_reason", e.ServerReason))
+		}
+		if e.Dialect != "" {
+			as = append(as, slog.String("dialect", e.Dialect))
 		}
 	case EventCapped:
 		as = append(as, slog.Float64("cap_rate", e.CapRate))

@@ -81,8 +81,8 @@ func TestLogger(t *testing.T) {
 			t.Errorf("line %d: %v; want level %s, msg %q, method GET, host api.example, rule api", i, m, w.level, w.msg)
 		}
 	}
-	if m := lines[1]; m["status"] != float64(429) || m["retry_after"] != float64(2*time.Second) {
-		t.Errorf("rate-limited line %v; want status 429, retry_after 2s", m)
+	if m := lines[1]; m["status"] != float64(429) || m["retry_after"] != float64(2*time.Second) || m["dialect"] != nil {
+		t.Errorf("rate-limited line %v; want status 429, retry_after 2s, no dialect (no dialect read it)", m)
 	}
 	if m := lines[4]; m["attempt"] != float64(2) || m["delay"] != float64(2*time.Second) {
 		t.Errorf("retry line %v; want attempt 2, delay 2s", m)

@@ -79,8 +79,10 @@ const (
 	EventDequeued
 	// EventRateLimited: a response said the request was rejected for
 	// rate (see [header.Signal.Limited]). Status is its status code, Wait
-	// the wait the server named (HasWait when it named one), Reason the
-	// server's reason and Scope its scope, when it gave them.
+	// the wait the server named (HasWait when it named one), ServerReason
+	// the server's reason and Scope its scope, when it gave them, and
+	// Dialect the provider's dialect that recognised the response (see
+	// [WithDialects]), when one did.
 	EventRateLimited
 	// EventPaused: a response paused a bucket for the whole fleet: Rule
 	// is the bucket's rule, Wait the pause.
@@ -246,6 +248,14 @@ type Event struct {
 	// when it gave none. They are the server's words, not this package's:
 	// exporters should not make them metric attributes.
 	ServerReason, Scope string
+	// Dialect is the name of the provider's dialect that recognised a
+	// rate-limited response (EventRateLimited): "stripe", "github", ...
+	// (see [header.Signal.Dialect]); empty when none did, as for a
+	// response that carried only the standard fields. Unlike
+	// ServerReason it is a constant of a dialect's code, a short name
+	// that exporters may make an attribute: its values are as few as the
+	// Transport's dialects.
+	Dialect string
 
 	// Attempt is the attempt a retry is about to make (EventRetry).
 	Attempt int
@@ -401,7 +411,7 @@ func (t *Transport) observeResponse(ctx context.Context, bs []store.Bucket, resp
 
 func (t *Transport) reportResponse(ctx context.Context, bs []store.Bucket, resp *http.Response, sig header.Signal, now time.Time) {
 	t.observe(ctx, Event{Kind: EventRateLimited, At: now, Rule: firstRule(bs), Status: resp.StatusCode,
-		Wait: sig.RetryAfter, HasWait: sig.HasRetryAfter, ServerReason: sig.Reason, Scope: sig.Scope})
+		Wait: sig.RetryAfter, HasWait: sig.HasRetryAfter, ServerReason: sig.Reason, Scope: sig.Scope, Dialect: sig.Dialect})
 }
 
 // observePause reports every bucket of bs paused for d at now.

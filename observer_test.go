@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/providers"
 )
 
 // recorder is an Observer keeping every event.
@@ -212,8 +214,8 @@ func TestObserverRateLimitedPauseRetry(t *testing.T) {
 	es := rec.take()
 	rl := one(t, es, throttle.EventRateLimited)
 	checkRequest(t, rl, "GET", "api.example", "api")
-	if rl.Status != http.StatusTooManyRequests || !rl.HasWait || rl.Wait != 2*time.Second || !rl.At.Equal(epoch) {
-		t.Errorf("rate limited %+v; want status 429, a named wait of 2s, at the epoch", rl)
+	if rl.Status != http.StatusTooManyRequests || !rl.HasWait || rl.Wait != 2*time.Second || !rl.At.Equal(epoch) || rl.Dialect != "" {
+		t.Errorf("rate limited %+v; want status 429, a named wait of 2s, at the epoch, no dialect", rl)
 	}
 	p := one(t, es, throttle.EventPaused)
 	checkRequest(t, p, "GET", "api.example", "api")
@@ -239,6 +241,33 @@ func TestObserverRateLimitedPauseRetry(t *testing.T) {
 	want := []throttle.EventKind{throttle.EventAcquired, throttle.EventRateLimited, throttle.EventPaused, throttle.EventRetry, throttle.EventAcquired}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("events %v, want %v", kinds, want)
+	}
+}
+
+// TestObserverRateLimitedDialect: a rate-limited response that a
+// provider's dialect recognised names the dialect, in the event and in
+// the log line; the server's own words stay in ServerReason.
+func TestObserverRateLimitedDialect(t *testing.T) {
+	rec := &recorder{}
+	logs := &syncBuffer{}
+	clk := fakeclock.New(epoch)
+	h := http.Header{"Stripe-Rate-Limited-Reason": {"global-rate"}, "Retry-After": {"1"}}
+	tr := mustNew(t, limitedOnce(h), throttle.WithClock(clk), throttle.WithObserver(rec),
+		throttle.WithLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		throttle.WithDialects(providers.Stripe), throttle.WithRetry(throttle.RetryPolicy{MaxAttempts: 1}),
+		throttle.WithRules(throttle.Rule{Name: "api", Limit: throttle.Limit{Rate: 100, Period: time.Second, Burst: 10}}))
+	if err := roundTrip(tr, newReq(t, context.Background(), "POST", "http://api.stripe.com/v1/charges")); err != nil {
+		t.Fatal(err)
+	}
+	rl := one(t, rec.take(), throttle.EventRateLimited)
+	checkRequest(t, rl, "POST", "api.stripe.com", "api")
+	if rl.Dialect != "stripe" || rl.ServerReason != "global-rate" || rl.Status != http.StatusTooManyRequests {
+		t.Errorf("rate limited %+v; want dialect stripe, server reason global-rate, status 429", rl)
+	}
+	lines := logLines(t, logs)
+	if len(lines) != 1 || lines[0]["msg"] != "throttle: response rate limited" || lines[0]["dialect"] != "stripe" ||
+		lines[0]["server_reason"] != "global-rate" {
+		t.Errorf("log lines %v; want the rate-limited one with dialect stripe and server_reason global-rate", lines)
 	}
 }
 

@@ -15,7 +15,7 @@
 //	throttle.rate_limiting.active_request_leases    updown     {request}  throttle.rule
 //	throttle.rate_limiting.request_lease.duration   histogram  s          throttle.rule
 //	throttle.rate_limiting.lost_request_leases      counter    {request}  throttle.rule
-//	throttle.server.rate_limited                    counter    {response} throttle.rule, http.response.status_code
+//	throttle.server.rate_limited                    counter    {response} throttle.rule, http.response.status_code, throttle.dialect
 //	throttle.server.pauses                          counter    {pause}    throttle.rule
 //	throttle.server.pause.duration                  histogram  s          throttle.rule
 //	throttle.server.quota.remaining                 gauge      {unit}     throttle.rule
@@ -32,10 +32,15 @@
 // takes for others' spending on the same quota (another consumer, or the
 // lag of the replicas' reports).
 //
+// throttle.dialect names the provider's dialect that recognised a
+// rate-limited response ([throttle.Event.Dialect]: "stripe", "github",
+// ...); a response that no dialect recognised has no throttle.dialect.
+//
 // Every attribute has a bounded set of values: the names of the
-// Transport's rules, the results and reasons of [throttle.RejectReason],
-// status codes, and the modes of [throttle.Mode]. No URL, host, header or
-// partition key becomes an attribute. The result of a request is
+// Transport's rules and of its dialects, the results and reasons of
+// [throttle.RejectReason], status codes, and the modes of
+// [throttle.Mode]. No URL, host, header, server's reason or partition key
+// becomes an attribute. The result of a request is
 // "acquired", "rejected" or "canceled" (ASP.NET Core's request_canceled);
 // error.type is the [throttle.RejectReason] of a rejected or canceled one.
 package otelthrottle
@@ -67,6 +72,9 @@ const (
 	ReasonKey = attribute.Key("error.type")
 	// StatusKey is a rate-limited response's status code.
 	StatusKey = attribute.Key("http.response.status_code")
+	// DialectKey is the name of the dialect that recognised a rate-limited
+	// response ([throttle.Event.Dialect]), absent when none did.
+	DialectKey = attribute.Key("throttle.dialect")
 	// ModeKey is a [throttle.Mode]'s name ("fallback", "shared", ...).
 	ModeKey = attribute.Key("throttle.mode")
 	// CallKey names a call to Redis ([throttle.EventStoreCall]): "reserve",
@@ -107,8 +115,8 @@ var _ throttle.Observer = (*Observer)(nil)
 
 // attrKey names one attribute set.
 type attrKey struct {
-	rule, result, reason, mode, call string
-	status                           int
+	rule, result, reason, mode, call, dialect string
+	status                                    int
 }
 
 // New returns an Observer whose instruments come from mp's meter of
@@ -200,7 +208,7 @@ func (o *Observer) Observe(e throttle.Event) {
 	case throttle.EventLeaseLost:
 		o.leasesLost.Add(ctx, 1, o.attrs(attrKey{rule: e.Rule}))
 	case throttle.EventRateLimited:
-		o.rateLimited.Add(ctx, 1, o.attrs(attrKey{rule: e.Rule, status: e.Status}))
+		o.rateLimited.Add(ctx, 1, o.attrs(attrKey{rule: e.Rule, status: e.Status, dialect: e.Dialect}))
 	case throttle.EventPaused:
 		o.pauses.Add(ctx, 1, o.attrs(attrKey{rule: e.Rule}))
 		o.pauseDuration.Record(ctx, e.Wait.Seconds(), o.attrs(attrKey{rule: e.Rule}))
@@ -269,6 +277,9 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	}
 	if k.status != 0 {
 		kvs = append(kvs, StatusKey.Int(k.status))
+	}
+	if k.dialect != "" {
+		kvs = append(kvs, DialectKey.String(k.dialect))
 	}
 	return o.store(k, kvs)
 }

@@ -3,6 +3,7 @@ package otelthrottle_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/observertest"
 	"github.com/throttlekit/throttle/otelthrottle"
 )
 
@@ -201,6 +203,22 @@ func TestObserverRecords(t *testing.T) {
 	if _, ok := ms["throttle.rate_limiting.request.time_in_queue"]; ok {
 		// The retry slept the server's 2 s, then found its slot free.
 		want(t, ms, "throttle.rate_limiting.request.time_in_queue", "s", 0, rule, otelthrottle.ResultKey.String("acquired"))
+	}
+}
+
+// TestObserverDialect: a rate-limited response that a dialect recognised
+// is counted under the dialect's name, beside those no dialect
+// recognised, which have no throttle.dialect; the server's reason is not
+// an attribute.
+func TestObserverDialect(t *testing.T) {
+	o, r := newObserver(t)
+	observertest.RateLimitedByDialect(t, o)
+	ms := collect(t, r)
+	status := otelthrottle.StatusKey.Int(429)
+	want(t, ms, "throttle.server.rate_limited", "{response}", 2, rule, status, otelthrottle.DialectKey.String("stripe"))
+	want(t, ms, "throttle.server.rate_limited", "{response}", 1, rule, status)
+	if s := fmt.Sprintf("%+v", ms["throttle.server.rate_limited"]); strings.Contains(s, "global-rate") {
+		t.Errorf("the server's reason is an attribute: %s", s)
 	}
 }
 

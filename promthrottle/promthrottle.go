@@ -11,7 +11,7 @@
 //	throttle_rate_limiting_active_request_leases         gauge      rule
 //	throttle_rate_limiting_request_lease_duration_seconds histogram rule
 //	throttle_rate_limiting_lost_request_leases_total     counter    rule
-//	throttle_server_rate_limited_total                   counter    rule, status
+//	throttle_server_rate_limited_total                   counter    rule, status, dialect
 //	throttle_server_pauses_total                         counter    rule
 //	throttle_server_pause_duration_seconds               histogram  rule
 //	throttle_server_quota_remaining                      gauge      rule
@@ -28,9 +28,12 @@
 // takes for others' spending on the same quota.
 //
 // result is "acquired", "rejected" or "canceled", reason the
-// [throttle.RejectReason] of a request not acquired ("" otherwise). Every
-// label has a bounded set of values (rule names, results, reasons, status
-// codes, modes): no URL, host, header or partition key is a label.
+// [throttle.RejectReason] of a request not acquired ("" otherwise).
+// dialect is the name of the provider's dialect that recognised a
+// rate-limited response ([throttle.Event.Dialect]: "stripe", "github",
+// ...), "" when none did. Every label has a bounded set of values (rule
+// and dialect names, results, reasons, status codes, modes): no URL,
+// host, header, server's reason or partition key is a label.
 package promthrottle
 
 import (
@@ -89,7 +92,7 @@ func New() *Collector {
 		leases:        gauge("throttle_rate_limiting_active_request_leases", "Concurrency leases held by this process.", rule...),
 		leaseDuration: hist("throttle_rate_limiting_request_lease_duration_seconds", "Time a concurrency lease was held."),
 		leasesLost:    counter("throttle_rate_limiting_lost_request_leases_total", "Concurrency leases that expired in the store before their release.", rule...),
-		rateLimited:   counter("throttle_server_rate_limited_total", "Responses the provider rejected for rate.", "rule", "status"),
+		rateLimited:   counter("throttle_server_rate_limited_total", "Responses the provider rejected for rate.", "rule", "status", "dialect"),
 		pauses:        counter("throttle_server_pauses_total", "Fleet-wide pauses of a bucket that a response asked for.", rule...),
 		pauseDuration: hist("throttle_server_pause_duration_seconds", "Length of the fleet-wide pauses."),
 		remaining:     gauge("throttle_server_quota_remaining", "What the provider last reported left of its quota.", rule...),
@@ -150,7 +153,7 @@ func (c *Collector) Observe(e throttle.Event) {
 	case throttle.EventLeaseLost:
 		c.leasesLost.WithLabelValues(e.Rule).Inc()
 	case throttle.EventRateLimited:
-		c.rateLimited.WithLabelValues(e.Rule, strconv.Itoa(e.Status)).Inc()
+		c.rateLimited.WithLabelValues(e.Rule, strconv.Itoa(e.Status), e.Dialect).Inc()
 	case throttle.EventPaused:
 		c.pauses.WithLabelValues(e.Rule).Inc()
 		c.pauseDuration.WithLabelValues(e.Rule).Observe(e.Wait.Seconds())

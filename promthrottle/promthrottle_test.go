@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/fakeclock"
+	"github.com/throttlekit/throttle/internal/observertest"
 	"github.com/throttlekit/throttle/promthrottle"
 )
 
@@ -51,6 +52,27 @@ func newReq(t *testing.T, ctx context.Context) *http.Request {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestCollectorDialect: a rate-limited response that a dialect recognised
+// is counted under the dialect's name, one that none recognised under "";
+// the server's reason is not a label.
+func TestCollectorDialect(t *testing.T) {
+	c := promthrottle.New()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	observertest.RateLimitedByDialect(t, c)
+	const want = `
+# HELP throttle_server_rate_limited_total Responses the provider rejected for rate.
+# TYPE throttle_server_rate_limited_total counter
+throttle_server_rate_limited_total{dialect="",rule="api",status="429"} 1
+throttle_server_rate_limited_total{dialect="stripe",rule="api",status="429"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttle_server_rate_limited_total"); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestCollector(t *testing.T) {
@@ -122,7 +144,7 @@ throttle_rate_limiting_queued_requests{rule="api"} 0
 throttle_rate_limiting_active_request_leases{rule="inflight"} 0
 # HELP throttle_server_rate_limited_total Responses the provider rejected for rate.
 # TYPE throttle_server_rate_limited_total counter
-throttle_server_rate_limited_total{rule="api",status="429"} 1
+throttle_server_rate_limited_total{dialect="",rule="api",status="429"} 1
 # HELP throttle_server_pauses_total Fleet-wide pauses of a bucket that a response asked for.
 # TYPE throttle_server_pauses_total counter
 throttle_server_pauses_total{rule="api"} 1
