@@ -14,10 +14,11 @@ import (
 	"github.com/throttlekit/throttle/otelthrottle"
 )
 
-// TestNoSecrets runs the root's no-secret scenario (internal/secrettest)
-// through the Observer and checks that no attribute of what it recorded
-// holds the key, the query, the path or a bucket key, and that the rule's
-// name is there.
+// TestNoSecrets runs the root's no-secret scenarios (internal/secrettest:
+// the local one and the one on a private Redis, between them every event
+// kind) through the Observer and checks that no attribute of what it
+// recorded holds the key, the query, the path or a bucket key, and that
+// the rule's name is there.
 func TestNoSecrets(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -26,7 +27,7 @@ func TestNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrettest.Run(t, throttle.WithObserver(obs))
+	secrettest.RunAll(t, throttle.WithObserver(obs))
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

@@ -12,15 +12,16 @@ import (
 	"github.com/throttlekit/throttle/promthrottle"
 )
 
-// TestNoSecrets runs the root's no-secret scenario (internal/secrettest)
-// through the Collector and checks that no label of what it gathers holds
-// the key, the query, the path or a bucket key, and that the rule's name
-// is there.
+// TestNoSecrets runs the root's no-secret scenarios (internal/secrettest:
+// the local one and the one on a private Redis, between them every event
+// kind) through the Collector and checks that no label of what it gathers
+// holds the key, the query, the path or a bucket key, and that the rule's
+// name is there.
 func TestNoSecrets(t *testing.T) {
 	c := promthrottle.New()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
-	secrettest.Run(t, throttle.WithObserver(c))
+	secrettest.RunAll(t, throttle.WithObserver(c))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
