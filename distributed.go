@@ -129,7 +129,9 @@ const (
 // request hitting an outage loses little time before it falls back.
 // Until Redis has answered the Transport's first call (which dials, and
 // loads the scripts), calls are bounded by one second instead if that is
-// longer. Without WithRedis it has no effect.
+// longer; so is the first call of each script of its own (a pause, the
+// feedback's cap, a refund, ...) until one of its kind has answered, since
+// its first run loads it. Without WithRedis it has no effect.
 func WithRedisTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.redis.outage.timeout = d })
 }

@@ -68,8 +68,19 @@ var _ store.Store = (*Store)(nil)
 // breaker is open.
 func (f *Store) Mode() Mode { return f.brk.mode() }
 
-// callTimeout returns the bound of the next Redis call.
-func (f *Store) callTimeout() time.Duration { return f.timeout.Next() }
+// callTimeout returns the bound of the next Redis call named call (see
+// store.Timeout.For).
+func (f *Store) callTimeout(call string) time.Duration { return f.timeout.For(call) }
+
+// answered records that Redis answered a call named call (see
+// store.Timeout.For). The outage store marks every call's answer, as it
+// marks the first reservation's (MarkWarm); the Redis store it wraps reads
+// the same bounds.
+func (f *Store) answered(call string, err error) {
+	if err == nil {
+		f.timeout.Answered(call)
+	}
+}
 
 // shareNow returns this replica's share of each rule during an outage.
 func (f *Store) shareNow() float64 {
@@ -219,9 +230,10 @@ func (g *refundGate) Refund(ctx context.Context, refund func(context.Context) er
 		// there, which errs on the side of the limit.
 		return nil
 	}
-	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, f.callTimeout(store.CallRefund), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, refund(ctx)
 	}, nil)
+	f.answered(store.CallRefund, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
 	}
@@ -324,7 +336,7 @@ func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time
 		// request (the timer context, its timer, closures and channel).
 		return f.primary.Reserve(ctx, bs, maxWait)
 	}
-	timeout := f.callTimeout()
+	timeout := f.timeout.Next()
 	if !f.guard {
 		// unguarded, not bounded: its call does not escape, so the
 		// closure costs no allocation on every request's path.
@@ -335,7 +347,7 @@ func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time
 	return bounded(ctx, timeout, true, func(ctx context.Context) (store.Reservation, error) {
 		return f.primary.Reserve(ctx, bs, maxWait)
 	}, func(r store.Reservation) {
-		_, _ = bounded(context.Background(), f.callTimeout(), false, func(ctx context.Context) (struct{}, error) {
+		_, _ = bounded(context.Background(), f.timeout.Next(), false, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, r.Cancel(ctx)
 		}, nil)
 	})
@@ -344,9 +356,10 @@ func (f *Store) callReserve(ctx context.Context, bs []store.Bucket, maxWait time
 func (f *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) error {
 	if f.brk.closed() {
 		start := f.clock.Now()
-		_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+		_, err := bounded(ctx, f.callTimeout(store.CallPause), f.guard, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, f.primary.Pause(ctx, bs, d)
 		}, nil)
+		f.answered(store.CallPause, err)
 		f.called(ctx, "pause", bs, start, err)
 		if err == nil {
 			return nil
@@ -372,9 +385,10 @@ func (f *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.S
 		return store.Stretch{}, nil
 	}
 	start := f.clock.Now()
-	st, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (store.Stretch, error) {
+	st, err := bounded(ctx, f.callTimeout(store.CallLimit), f.guard, func(ctx context.Context) (store.Stretch, error) {
 		return f.primary.Limit(ctx, b, c)
 	}, nil)
+	f.answered(store.CallLimit, err)
 	f.calledOne(ctx, "limit", b.Rule, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -389,9 +403,10 @@ func (f *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, err
 		return 0, nil
 	}
 	start := f.clock.Now()
-	d, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (time.Duration, error) {
+	d, err := bounded(ctx, f.callTimeout(store.CallHold), f.guard, func(ctx context.Context) (time.Duration, error) {
 		return f.primary.Held(ctx, bs)
 	}, nil)
+	f.answered(store.CallHold, err)
 	f.called(ctx, "held", bs, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -592,9 +607,10 @@ func (f *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 		return nil
 	}
 	start := f.clock.Now()
-	_, err := bounded(ctx, f.callTimeout(), f.guard, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, f.callTimeout(store.CallCharge), f.guard, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, c.Charge(ctx, b, units)
 	}, nil)
+	f.answered(store.CallCharge, err)
 	f.calledOne(ctx, "charge", b.Rule, start, err)
 	if err != nil && ctx.Err() == nil {
 		f.brk.failure(f.clock.Now(), false, err)
@@ -613,7 +629,8 @@ func (f *Store) Quotas(ctx context.Context, bs []store.Bucket) ([]store.Quota, e
 		return nil, ErrNoQuota
 	}
 	start := f.clock.Now()
-	q, err := bounded(ctx, f.callTimeout(), f.guard, func(cctx context.Context) ([]store.Quota, error) { return qr.Quotas(cctx, bs) }, nil)
+	q, err := bounded(ctx, f.callTimeout(store.CallQuota), f.guard, func(cctx context.Context) ([]store.Quota, error) { return qr.Quotas(cctx, bs) }, nil)
+	f.answered(store.CallQuota, err)
 	f.called(ctx, "quota", bs, start, err)
 	if err != nil {
 		return nil, errors.Join(ErrNoQuota, err)

@@ -28,6 +28,6 @@ func (s *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 	}
 	limit := MaxSpanMicros / max(Micros(b.Interval), 1)
 	units = min(max(units, -limit), limit)
-	_, err := s.runScript(ctx, "charge", chargeScript, []string{s.key(&b)}, s.nowArg(), Micros(b.Interval), units, b.Burst)
+	_, err := s.runScript(ctx, store.CallCharge, chargeScript, []string{s.key(&b)}, s.nowArg(), Micros(b.Interval), units, b.Burst)
 	return err
 }

@@ -84,7 +84,7 @@ func (s *Store) readQuotas(ctx context.Context, rs []quotaRead) ([]string, int64
 			args = append(args, w)
 		}
 	}
-	cmd, err := s.runScript(ctx, "quota", quotaScript, keys, args...)
+	cmd, err := s.runScript(ctx, store.CallQuota, quotaScript, keys, args...)
 	if err != nil {
 		return nil, 0, err
 	}

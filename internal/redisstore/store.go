@@ -302,7 +302,7 @@ func (u *redisBooking) refundGroup(ctx context.Context, idx []int) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := u.s.runScript(ctx, "refund", refundScript, keys, args...)
+	_, err := u.s.runScript(ctx, store.CallRefund, refundScript, keys, args...)
 	return err
 }
 
@@ -440,7 +440,11 @@ func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) 
 	if s.timeout == nil {
 		return ctx, func() {}
 	}
-	d := s.timeout.Next()
+	return s.bound(ctx, s.timeout.Next())
+}
+
+// bound bounds ctx by d unless it already ends sooner.
+func (s *Store) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		return ctx, func() {}
 	}
@@ -453,8 +457,17 @@ func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) 
 // deadline, so its read may fail (i/o timeout) just before cctx is done:
 // a deadline passed counts too.
 func (s *Store) failed(what string, ctx, cctx context.Context, err error) error {
+	var d time.Duration
+	if s.timeout != nil {
+		d = s.timeout.Next()
+	}
+	return s.failedAfter(what, ctx, cctx, d, err)
+}
+
+// failedAfter is failed for a call bounded by d.
+func (s *Store) failedAfter(what string, ctx, cctx context.Context, d time.Duration, err error) error {
 	if cctx != ctx && ctx.Err() == nil && (context.Cause(cctx) == store.ErrTimeout || pastDeadline(cctx)) {
-		err = fmt.Errorf("%w after %v: %w", store.ErrTimeout, s.timeout.Next(), err)
+		err = fmt.Errorf("%w after %v: %w", store.ErrTimeout, d, err)
 	}
 	return fmt.Errorf("throttle: redis %s: %w", what, err)
 }
@@ -468,11 +481,17 @@ func pastDeadline(ctx context.Context) bool {
 // runScript runs script within the store's bound (see call), its error
 // wrapped by failed.
 func (s *Store) runScript(ctx context.Context, what string, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
-	cctx, cancel := s.call(ctx)
+	// A script's first run is bounded as a cold call (store.Timeout.For;
+	// the outage store marks its answer).
+	cctx, cancel, d := ctx, context.CancelFunc(func() {}), time.Duration(0)
+	if s.timeout != nil {
+		d = s.timeout.For(what)
+		cctx, cancel = s.bound(ctx, d)
+	}
 	defer cancel()
 	cmd := script.Run(cctx, s.rdb, keys, args...)
 	if err := cmd.Err(); err != nil {
-		return cmd, s.failed(what, ctx, cctx, err)
+		return cmd, s.failedAfter(what, ctx, cctx, d, err)
 	}
 	return cmd, nil
 }
@@ -737,7 +756,7 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 			keys = append(keys, s.key(b))
 			args = append(args, Micros(b.Interval), b.Burst, int64(b.Algorithm), windowMicros(b))
 		}
-		_, err := s.runScript(ctx, "pause", pauseScript, keys, args...)
+		_, err := s.runScript(ctx, store.CallPause, pauseScript, keys, args...)
 		errs = append(errs, err)
 	}
 	err := errors.Join(errs...)
@@ -750,7 +769,7 @@ func (s *Store) Pause(ctx context.Context, bs []store.Bucket, d time.Duration) e
 
 func (s *Store) Limit(ctx context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
 	span := max(spanMicros(c.Span, true), 1)
-	cmd, err := s.runScript(ctx, "limit", limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0), retimeArg(c.Retime), max(Micros(c.PayBy), 0))
+	cmd, err := s.runScript(ctx, store.CallLimit, limitScript, []string{s.key(&b)}, s.nowArg(), c.Rate, c.Slope, span, int64(b.Algorithm), windowMicros(&b), max(Micros(b.Interval), 1), max(c.Debt, 0), retimeArg(c.Retime), max(Micros(c.PayBy), 0))
 	if err != nil {
 		return store.Stretch{}, err
 	}
@@ -792,7 +811,7 @@ func (s *Store) Held(ctx context.Context, bs []store.Bucket) (time.Duration, err
 			keys = append(keys, s.key(&bs[i]))
 			args = append(args, int64(bs[i].Algorithm))
 		}
-		cmd, err := s.runScript(ctx, "hold", holdScript, keys, args...)
+		cmd, err := s.runScript(ctx, store.CallHold, holdScript, keys, args...)
 		if err != nil {
 			return 0, err
 		}

@@ -302,7 +302,11 @@ func TestRedisStoreTimeout(t *testing.T) {
 			opt.MaxRetries = -1
 			rdb := srv.ClientWith(t, opt)
 			rt := store.NewTimeout(timeout)
-			rt.MarkWarm() // not the cold bound of a first call
+			// Not the cold bound of a first call (store.Timeout.For).
+			rt.MarkWarm()
+			for _, call := range []string{store.CallRefund, store.CallPause, store.CallLimit, store.CallHold} {
+				rt.Answered(call)
+			}
 			s := New(rdb, Options{Namespace: testNamespace(t), Timeout: rt, Guard: !tc.ctxAware})
 			ctx := context.Background()
 			b := undoBucket
