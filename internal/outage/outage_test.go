@@ -367,6 +367,72 @@ func TestFallbackBooksLocalSpendingOnReturn(t *testing.T) {
 	}
 }
 
+// TestFallbackGraceEndOwesWaitingOnly: when the grace period ends, a
+// limiter owes Redis only the requests still waiting for their local slot
+// (their shared slots were booked early), not its local burst: every
+// request of the grace period was booked in Redis first.
+func TestFallbackGraceEndOwesWaitingOnly(t *testing.T) {
+	// A fleet of 4 on a 100/s, burst 8 rule: locally 25/s, burst 2.
+	h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+	b := fbBucket("a")
+	h.primary.set(true)
+	h.reserve(t, b)
+	h.returnNow()
+	h.reserve(t, b) // the probe books the outage's debt
+	// Late in the grace period, the limiter full again: five requests at
+	// once, two on the local burst and three waiting 40, 80 and 120 ms.
+	h.clk.Advance(returnGrace - 10*time.Millisecond)
+	for range 5 {
+		h.reserve(t, b)
+	}
+	h.clk.Advance(10 * time.Millisecond)
+	h.reserve(t, b) // ends the grace period
+	h.primary.mu.Lock()
+	before := len(h.primary.costs)
+	h.primary.mu.Unlock()
+	h.reserve(t, b) // books what the limiter owes
+	h.primary.mu.Lock()
+	costs := h.primary.costs[before:]
+	h.primary.mu.Unlock()
+	// At +10 ms the limiter holds 2 - 5 + 0.25 tokens: 2.75 units still
+	// wait, so 3 are owed; its burst of 2 is in Redis already.
+	if len(costs) != 1 || costs[0][0] != 1+3 {
+		t.Fatalf("costs booked in Redis after the grace period = %v, want [[4]]: the request and the 3 units still waiting", costs)
+	}
+	if n, _ := h.f.local.len(); n != 0 {
+		t.Fatalf("%d local limiters left after the grace period", n)
+	}
+
+	// A limiter its grace period left owing, spent in an outage that
+	// begins before it is settled, owes its whole spending on the next
+	// return again.
+	h2 := newFBHarness(t, defaultOutageSettings(), func() int64 { return 4 })
+	h2.primary.set(true)
+	h2.reserve(t, b)
+	h2.returnNow()
+	h2.reserve(t, b)
+	h2.clk.Advance(returnGrace - 10*time.Millisecond)
+	for range 5 {
+		h2.reserve(t, b)
+	}
+	h2.clk.Advance(10 * time.Millisecond)
+	h2.reserve(t, b) // ends the grace period: 2.75 units wait
+	h2.primary.set(true)
+	h2.reserve(t, b) // the outage: booked locally, 3.75 units wait
+	h2.returnNow()
+	h2.primary.mu.Lock()
+	before = len(h2.primary.costs)
+	h2.primary.mu.Unlock()
+	h2.reserve(t, b)
+	h2.primary.mu.Lock()
+	costs = h2.primary.costs[before:]
+	h2.primary.mu.Unlock()
+	// Owed: the burst of 2 and the 3.75 units waiting, rounded up.
+	if len(costs) != 1 || costs[0][0] != 1+6 {
+		t.Fatalf("costs booked on the next return = %v, want [[7]]: the request and the outage's whole spending", costs)
+	}
+}
+
 // returnNow makes h's next request the probe that finds its store healthy.
 func (h *fbHarness) returnNow() {
 	h.primary.set(false)
@@ -622,14 +688,28 @@ func TestFallbackTimeout(t *testing.T) {
 			os := defaultOutageSettings()
 			os.timeout = 20 * time.Millisecond
 			f := newOutageStore(primary, os, clk, outageWiring{guard: tc.guard})
-			if f.callTimeout() != store.ColdTimeout {
-				t.Fatalf("timeout before the first answer = %v, want %v", f.callTimeout(), store.ColdTimeout)
+			if d := f.timeout.Next(); d != store.ColdTimeout {
+				t.Fatalf("timeout before the first answer = %v, want %v", d, store.ColdTimeout)
 			}
 			if _, err := f.Reserve(context.Background(), []store.Bucket{fbBucket("warm")}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if f.callTimeout() != os.timeout {
-				t.Fatalf("timeout after the first answer = %v, want %v", f.callTimeout(), os.timeout)
+			if d := f.timeout.Next(); d != os.timeout {
+				t.Fatalf("timeout after the first answer = %v, want %v", d, os.timeout)
+			}
+			// A call of a script of its own stays cold until it has
+			// answered once: its first run loads the script.
+			if d := f.callTimeout("limit"); d != store.ColdTimeout {
+				t.Fatalf("the first limit call's timeout = %v, want %v", d, store.ColdTimeout)
+			}
+			if _, err := f.Limit(context.Background(), fbBucket("warm"), store.Cap{Rate: 50, Span: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			if d := f.callTimeout("limit"); d != os.timeout {
+				t.Fatalf("the next limit call's timeout = %v, want %v", d, os.timeout)
+			}
+			if d := f.callTimeout("pause"); d != store.ColdTimeout {
+				t.Fatalf("the first pause call's timeout = %v, want %v", d, store.ColdTimeout)
 			}
 			stall := make(chan struct{})
 			t.Cleanup(func() { close(stall) })
