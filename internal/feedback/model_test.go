@@ -111,6 +111,93 @@ func TestQuotaViewUncounted(t *testing.T) {
 	}
 }
 
+// TestQuotaViewBareRejectionCountBegunLate: a bare rejection read over a
+// count that began within its window (counting starts at a first reading,
+// or afresh after a Redis restart) takes the window's part before the
+// count at the rule's pace, from this process's first request on and
+// after any pause: 32 units counted over 240 ms are not a fleet of 32 a
+// window (the outage matrix's use-after, 2026-12-05), while a fleet that
+// began with the count, or was paused before it, is read on its count
+// (others took the rest of the window).
+func TestQuotaViewBareRejectionCountBegunLate(t *testing.T) {
+	sec, ms := int64(time.Second), int64(time.Millisecond)
+	b := quotaBucket()
+	ruleRate := 1e9 / float64(b.Interval)
+	now := 30 * sec
+	for _, tc := range []struct {
+		name          string
+		began, paused int64 // Unix ns; 0: none
+		perSecond     float64
+		want          float64 // the cap's rate; 0: count only; < 0: nothing
+	}{
+		{name: "sending long before the count: the window at the rule's pace, less the headroom", began: 10 * sec, perSecond: 98,
+			want: 98*0.24 + ruleRate*0.76 - b.Headroom*100},
+		{name: "sending long before, counting 240 ms of half the pace: a mild cut, not a crawl", began: 10 * sec, perSecond: 49,
+			want: 49*0.24 + ruleRate*0.76 - b.Headroom*100},
+		{name: "the fleet began with the count: the count is the window", began: now - 240*ms, perSecond: 98, want: 98*0.24 - b.Headroom*100},
+		{name: "the fleet began 500 ms before the count: that part at the rule's pace", began: now - 740*ms, perSecond: 98,
+			want: 98*0.24 + ruleRate*0.5 - b.Headroom*100},
+		{name: "a pause ended as the count began: the count is the window", began: 10 * sec, paused: now - 240*ms, perSecond: 98, want: 98*0.24 - b.Headroom*100},
+		{name: "no first request known: the count alone", perSecond: 98, want: 98*0.24 - b.Headroom*100},
+		{name: "a refusal (the fleet sent little) stays one after it began", began: now - 240*ms, perSecond: 30, want: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vw := &quotaView{began: tc.began}
+			vw.pausedUntil.Store(tc.paused)
+			fill(vw, &b, 0, now-240*ms, now, tc.perSecond)
+			spec, _, ok := vw.decide(&b, now, true, header.Signal{Limited: true}, now)
+			switch {
+			case tc.want < 0:
+				if ok {
+					t.Fatalf("decide = %+v, want nothing (a refusal)", spec)
+				}
+			case !ok:
+				t.Fatal("decide said nothing")
+			case math.Abs(spec.Rate-tc.want) > 1:
+				t.Errorf("rate = %.2f, want %.2f (rule %.2f)", spec.Rate, tc.want, ruleRate)
+			}
+		})
+	}
+}
+
+// TestQuotaViewProbeRejection: a bare rejection naming no wait, of a
+// request that left after a pause began less than a window before, is the
+// no-wait backoff's probe and caps nothing (the fleet's count fell because
+// the fleet was held); the rejection of a request that left before the
+// pause, one naming a wait, and one a window after the pause are read.
+func TestQuotaViewProbeRejection(t *testing.T) {
+	sec, ms := int64(time.Second), int64(time.Millisecond)
+	b := quotaBucket()
+	now := 30 * sec
+	bare := header.Signal{Limited: true}
+	named := header.Signal{Limited: true, HasRetryAfter: true, RetryAfter: time.Second}
+	for _, tc := range []struct {
+		name       string
+		pausedFrom int64
+		depart     int64
+		sig        header.Signal
+		wantCap    bool
+	}{
+		{name: "a probe after the backoff's pause", pausedFrom: now - 300*ms, depart: now, sig: bare},
+		{name: "in flight when the pause began: read", pausedFrom: now - 300*ms, depart: now - 301*ms, sig: bare, wantCap: true},
+		{name: "naming a wait: read", pausedFrom: now - 300*ms, depart: now, sig: named, wantCap: true},
+		{name: "a window after the pause: read", pausedFrom: now - 1100*ms, depart: now, sig: bare, wantCap: true},
+		{name: "no pause known: read", depart: now, sig: bare, wantCap: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vw := &quotaView{began: 1}
+			if tc.pausedFrom > 0 {
+				vw.notePause(tc.pausedFrom, tc.pausedFrom+int64(noWaitPause))
+			}
+			fill(vw, &b, 1000, now-20*sec, now, 80)
+			spec, _, ok := vw.decide(&b, tc.depart, true, tc.sig, now)
+			if got := ok && spec.Rate > 0; got != tc.wantCap {
+				t.Errorf("decide = %+v, %v; want a cap: %v", spec, ok, tc.wantCap)
+			}
+		})
+	}
+}
+
 // TestQuotaViewFirstWindow: in the count's first window nothing the
 // fleet sent has left the server's window, so what it sent beyond the
 // cap's pace is a debt, to be paid once; a fleet alone, or one past its
@@ -358,6 +445,26 @@ func TestQuotaViewWholeSecondWait(t *testing.T) {
 	}
 	if d := read(full, oneSecond, 1000*ms); d != noWaitPause {
 		t.Errorf("a full window's: %v, want %v", d, noWaitPause)
+	}
+	// A ledger that sent little because the backoff held the fleet: the
+	// request left after a pause began within the window, so the ledger
+	// cannot tell a refusal, and a full window read 200 ms before still
+	// stands (8x16 retry-after outside, 2026-12-06: the fifth rejection of
+	// a row, after four 50 ms backoffs, had its 1s honoured whole).
+	held := NewViews()
+	heldFull := func(depart int64) time.Duration {
+		return held.Read([]store.Bucket{quotaBucket()}, Booking{Depart: depart, QueueFrom: depart - 600*ms}, oneSecond, depart).Pause
+	}
+	if d := heldFull(800 * ms); d != noWaitPause {
+		t.Errorf("a bare 1s after a queue of 600ms: %v, want the backoff's %v", d, noWaitPause)
+	}
+	vw = held.viewLocked("api", 0)
+	for i := int64(0); i <= 10; i++ {
+		vw.ledger.add(800*ms+i*20*ms, 1+i/5, 10*ms, 0)
+	}
+	held.Paused([]store.Bucket{quotaBucket()}, 850*ms, 800*ms)
+	if d := read(held, oneSecond, 1000*ms); d != 2*noWaitPause {
+		t.Errorf("a bare 1s of a fleet held by the backoff: %v, want the second backoff's %v", d, 2*noWaitPause)
 	}
 }
 

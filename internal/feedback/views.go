@@ -35,6 +35,11 @@ type Views struct {
 	// fleet returns the live replicas of the fleet (see CountFleet), or
 	// nil when this process knows of no other.
 	fleet func() int64
+	// began is when this process took its first request's units (Take),
+	// Unix ns, 0 before: before it the fleet's share here sent nothing,
+	// so a window's part before a count that began late is uncounted
+	// sending only from then on (see quotaView.uncounted).
+	began atomic.Int64
 }
 
 // CountFleet gives the views the live replicas of the fleet, as a store's
@@ -64,12 +69,18 @@ type quotaView struct {
 	sliding bool
 	// peers is the other live replicas at the reading (Views.peers).
 	peers int64
+	// began is Views.began at the reading.
+	began int64
 	// strikes counts rejections in a row that named no wait.
 	strikes int
 	// pausedUntil is the end of the latest pause this process knows of
 	// (Unix ns). An atomic: Take reads it without mu, to leave out of the
 	// report delay the units a pause held (see Take).
 	pausedUntil atomic.Int64
+	// pausedFrom is when this process learnt of the pause that ends at
+	// pausedUntil, or of the first of the pauses that extended one
+	// another up to it (Unix ns): the pause's start, as far as it knows.
+	pausedFrom int64
 	// fullAt is the departure of the latest rejected request read as a
 	// full window's (see fullWindow), 0 before any.
 	fullAt int64
@@ -214,6 +225,9 @@ func (v *Views) sweepLocked(now int64) {
 // Take moves the units sent and not yet reported in bs's buckets into
 // bs (store.Bucket.Sent), for the reservation about to be made at now.
 func (v *Views) Take(bs []store.Bucket, now int64) {
+	if v.began.Load() == 0 {
+		v.began.CompareAndSwap(0, now)
+	}
 	for i := range bs {
 		vw := v.lookup(bs[i].Key)
 		if vw == nil {
@@ -389,7 +403,7 @@ func (v *Views) Booked(bs []store.Bucket, r *store.Reservation, sent, now int64)
 			vw.ledger.add(now-int64(vw.delayNs()), c, int64(vw.span(&bs[i]))/ledgerSamplesPerW, now-sent)
 		}
 		if r.Held > 0 {
-			vw.notePause(store.SatAdd(now, int64(r.Held)))
+			vw.notePause(now, store.SatAdd(now, int64(r.Held)))
 		}
 	}
 }
@@ -423,18 +437,23 @@ func (v *Views) Paused(bs []store.Bucket, until, now int64) {
 	defer v.mu.Unlock()
 	for i := range bs {
 		vw := v.viewLocked(bs[i].Key, now)
-		vw.notePause(until)
+		vw.notePause(now, until)
 	}
 }
 
-// notePause moves vw.pausedUntil to until if that is later.
-func (vw *quotaView) notePause(until int64) {
-	for {
-		old := vw.pausedUntil.Load()
-		if until <= old || vw.pausedUntil.CompareAndSwap(old, until) {
-			return
-		}
+// notePause records a pause until until that this process learnt of at
+// now: it moves vw.pausedUntil to until if that is later, and
+// vw.pausedFrom to now unless the pause extends one still in force.
+// v.mu must be held (pausedUntil is an atomic for Take's reads only).
+func (vw *quotaView) notePause(now, until int64) {
+	old := vw.pausedUntil.Load()
+	if until <= old {
+		return
 	}
+	if now > old {
+		vw.pausedFrom = now
+	}
+	vw.pausedUntil.Store(until)
 }
 
 // Recheck reports whether a waiter of bs departing at now should first ask
