@@ -24,7 +24,7 @@ const (
 	whyWindow = "at 20/s with 4 or 8 replicas the outage's local buckets (5 or 2.5/s each, burst floored at 1, not 0) burst 4 or 8 against the rule's 1; each bare 429 pauses a replica's local buckets 50–250 ms, which then let one request go at once, and the rejected requests' retries land in the same second"
 	whyLowUse = "the switch's overshoot is rejected, and each bare 429 pauses the replica's local buckets (50–250 ms, refilling from empty): at 20/s each pause costs a replica a whole slot or more"
 	whyShare  = "the outage's share is 1 / the live replicas: the busy replica gets 1/8 of the rule while the seven idle ones leave theirs unused (share by count, not by use); a share by load, each beat carrying the replica's requests a second, was built and measured on 2026-12-05 (busy+7idle 0.97-0.98 through the outage at 200/s and 1000/s) and taken out: each replica takes its share from its own last beat, and the shares of noisy loads (an 8x16 replica makes 16 or 32 requests in a second, its goroutines booking in turns) summed to 0.90-0.94 (use 0.90-0.94 in 4x8 and 8x16) or, smoothed over 10 s from a start, above 1 (1 s windows of 213-228 against limits of 211-212): it needs loads whose shares are known to sum to at most 1"
-	whyAfter  = "after the return the fleet does not get back to its rule: the few rejections of the return's windows (the quota is the rule, so any window over it rejects) are read, without headers, as a full window whose room is what the shared store counted the fleet sending, which after a restart counts only from its first rejection, so 32 units over a count of 240 ms capped 8 × 16 at 28/s, climbing back by 0.2 %/s (a fix, taking the window's uncounted part at the rule's pace, was built and reverted on 2026-12-02: steady feedback cells fell with it); at 20/s the return's overshoot and its pauses"
+	whyAfter  = "after the return at 20/s the return's overshoot is rejected, and each bare 429 pauses the replicas' buckets 50–250 ms, a slot or more at 20/s; 8x16 at 200/s after a stall stays below 0.95, its cause not measured yet (after a kill it passes). Until 2026-12-06 a bare 429 of the return's windows was also read over a count begun within its window: after a restart the store counts only from its first rejection, so 32 units over 240 ms capped 8 × 16 at 28/s, climbing back by 0.2 %/s (0.53–0.62 at 200/s); the feedback model now takes the window's part before the count at the rule's pace (internal/feedback quotaView.uncounted)"
 )
 
 // knownFailures are the matrix's known failures, in one place.
@@ -54,8 +54,9 @@ var knownFailures = []knownFailure{
 	{"busy+7idle_", gateUseOutage, "0.57–0.60 at 20/s, 0.165–0.167 at 200/s, 0.130–0.131 at 1000/s", whyShare},
 	{"1x32_1000rps_", gateUseOutage, "0.951–0.98 (limit 0.95): passed, at the limit in a run with 439 ms of machine stalls", whyLowUse},
 
-	{"4x8_", gateUseAfter, "0.40–0.95 before 2026-12-02; with the grace period's share fixed 0.95–0.98 at 200/s and 1000/s in the runs that met no rejection after the return", whyAfter},
-	{"8x16_", gateUseAfter, "0.54–0.95 before 2026-12-02; with the grace period's share fixed, a run of 8x16 at 200/s killed fell to 0.62 after a 429 at the grace period's end read as a 28/s cap", whyAfter},
+	{"4x8_20rps_", gateUseAfter, "0.90–0.93 (2026-12-06); at 200/s and 1000/s 0.971–0.983 since the bare-rejection fix", whyAfter},
+	{"8x16_20rps_", gateUseAfter, "0.93–0.96 (2026-12-06; 0.960 passed once)", whyAfter},
+	{"8x16_200rps_b1_stall", gateUseAfter, "0.933–0.938 in two runs of 2026-12-06 (kill: 0.958–0.966; before the bare-rejection fix 0.565)", whyAfter},
 	// The grace period after the return keeps the outage's share too.
 	{"busy+7idle_", gateUseAfter, "0.45–0.90 (0.46–0.64 at 200/s and 1000/s)", whyShare},
 }
