@@ -21,8 +21,6 @@ import (
 // logged, because on a loaded machine it measures the machine (see
 // TestRoundTrip for the exact figures).
 func TestRoundTripRealTime(t *testing.T) {
-	auth := http.Header{"Authorization": {"Bearer sk_test_x"}}
-	stripePaths := []string{"/v1/customers", "/v1/charges", "/v1/invoices", "/v1/products", "/v1/prices", "/v1/refunds", "/v1/payouts", "/v1/events"}
 	cells := []struct {
 		name      string
 		profile   throttletest.Profile
@@ -41,7 +39,7 @@ func TestRoundTripRealTime(t *testing.T) {
 			// across endpoints are a known failure
 			// (TestStripeWorkersAcrossEndpoints).
 			workers: 8, perSecond: 100,
-			req: func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], auth) },
+			req: func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], stripeAuth) },
 		},
 		{
 			name: "twilio-short-code", profile: throttletest.Twilio(throttletest.TwilioConfig{}),
@@ -50,11 +48,28 @@ func TestRoundTripRealTime(t *testing.T) {
 			req: func(b string, w, i int) *http.Request { return message(b, "12345") },
 		},
 		{
+			name: "twilio-toll-free", profile: throttletest.Twilio(throttletest.TwilioConfig{}),
+			preset:  func(h string) providers.Preset { return providers.TwilioPreset(providers.TwilioConfig{Host: h}) },
+			workers: 4, perSecond: 3,
+			req: func(b string, w, i int) *http.Request { return message(b, "+18005550101") },
+		},
+		{
 			name: "twilio-concurrency", profile: throttletest.Twilio(throttletest.TwilioConfig{}),
 			opts:    []throttletest.Option{throttletest.WithServiceTime(20 * time.Millisecond)},
 			preset:  func(h string) providers.Preset { return providers.TwilioPreset(providers.TwilioConfig{Host: h}) },
 			workers: 150,
 			req:     func(b string, w, i int) *http.Request { return get(b, "/2010-04-01/Accounts/AC123/Calls.json", nil) },
+		},
+		{
+			name: "stripe-concurrency", profile: throttletest.Stripe(throttletest.StripeConfig{Concurrency: 10}),
+			opts: []throttletest.Option{throttletest.WithServiceTime(200 * time.Millisecond)},
+			preset: func(h string) providers.Preset {
+				return providers.StripePreset(providers.StripeConfig{Concurrency: 10, Hosts: []string{h}})
+			},
+			// TestRoundTripStripeConcurrency's pair, with 200 ms of service
+			// in place of its second.
+			workers: 15,
+			req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], stripeAuth) },
 		},
 		{
 			name: "shopify-plus", profile: throttletest.Shopify(throttletest.ShopifyConfig{Rate: 20, Bucket: 80}),

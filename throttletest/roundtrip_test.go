@@ -35,6 +35,19 @@ const minShare = 0.95
 // hourly windows reset during a cell.
 var epoch = time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
 
+// stripePaths are the round trips' Stripe endpoints, one per resource of
+// the profile's tests, and stripeAuth their secret key's header.
+var (
+	stripePaths = func() []string {
+		ps := make([]string, len(resources))
+		for i, r := range resources {
+			ps[i] = "/v1/" + r
+		}
+		return ps
+	}()
+	stripeAuth = http.Header{"Authorization": {"Bearer sk_test_x"}}
+)
+
 type cell struct {
 	name    string
 	profile throttletest.Profile
@@ -62,8 +75,6 @@ func rate(from, to int, perSecond float64) func(throttletest.Report) (float64, s
 }
 
 func TestRoundTrip(t *testing.T) {
-	auth := http.Header{"Authorization": {"Bearer sk_test_x"}}
-	stripePaths := []string{"/v1/customers", "/v1/charges", "/v1/invoices", "/v1/products", "/v1/prices", "/v1/refunds", "/v1/payouts", "/v1/events"}
 	cells := []cell{
 		{
 			name:    "stripe-live",
@@ -75,7 +86,7 @@ func TestRoundTrip(t *testing.T) {
 			// (Workers moving across endpoints reach less of it, see
 			// TestStripeWorkersAcrossEndpoints.)
 			workers: 8, run: 10 * time.Second,
-			req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], auth) },
+			req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], stripeAuth) },
 			measure: rate(1, 10, 100),
 		},
 		{
@@ -85,7 +96,7 @@ func TestRoundTrip(t *testing.T) {
 				return providers.StripePreset(providers.StripeConfig{Test: true, Hosts: []string{h}})
 			},
 			workers: 8, run: 10 * time.Second,
-			req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[(w+i)%len(stripePaths)], auth) },
+			req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[(w+i)%len(stripePaths)], stripeAuth) },
 			measure: rate(1, 10, 25),
 		},
 		{
@@ -97,7 +108,7 @@ func TestRoundTrip(t *testing.T) {
 			// One endpoint, its object IDs varying: the endpoint rate binds.
 			workers: 8, run: 10 * time.Second,
 			req: func(b string, w, i int) *http.Request {
-				return get(b, "/v1/customers/cus_"+strings.Repeat("A", 1+(w+i)%5), auth)
+				return get(b, "/v1/customers/cus_"+strings.Repeat("A", 1+(w+i)%5), stripeAuth)
 			},
 			measure: rate(1, 10, 25),
 		},
@@ -142,6 +153,16 @@ func TestRoundTrip(t *testing.T) {
 			measure: rate(1, 120, 1),
 		},
 		{
+			name:    "twilio-toll-free",
+			profile: throttletest.Twilio(throttletest.TwilioConfig{}),
+			preset: func(h string) providers.Preset {
+				return providers.TwilioPreset(providers.TwilioConfig{Host: h})
+			},
+			workers: 4, run: time.Minute,
+			req:     func(b string, w, i int) *http.Request { return message(b, "+18005550101") },
+			measure: rate(1, 60, 3),
+		},
+		{
 			name:    "github-core",
 			profile: throttletest.GitHub(throttletest.GitHubConfig{}),
 			preset: func(h string) providers.Preset {
@@ -154,6 +175,22 @@ func TestRoundTrip(t *testing.T) {
 				return get(b, []string{"/repos/o/a", "/repos/o/b", "/user", "/orgs/o"}[(w+i)%4], http.Header{"Authorization": {"token ghp_x"}})
 			},
 			measure: rate(1800, 1800+3600, 5000.0/3600),
+		},
+		{
+			name: "github-secondary-points",
+			// 15,000 requests/h (an Enterprise Cloud app) on both sides,
+			// so that the secondary limit binds: PATCHes at 5 points of
+			// 900 a minute are 180 a minute, 10,800 an hour. PATCH is
+			// not one of the preset's content-creating methods.
+			profile: throttletest.GitHub(throttletest.GitHubConfig{Hourly: 15000}),
+			preset: func(h string) providers.Preset {
+				return providers.GitHubPreset(providers.GitHubConfig{Hourly: 15000, Host: h})
+			},
+			workers: 4, run: 10 * time.Minute,
+			req: func(b string, w, i int) *http.Request {
+				return send(b, http.MethodPatch, "/repos/o/r/issues/1", http.Header{"Authorization": {"token ghp_x"}})
+			},
+			measure: rate(60, 600, 900.0/5/60),
 		},
 		{
 			name:    "shopify-standard",
@@ -202,16 +239,58 @@ func TestRoundTrip(t *testing.T) {
 	for _, c := range cells {
 		t.Run(c.name, func(t *testing.T) {
 			rep, s, errs := runCell(t, c)
-			if rep.RefusedTotal() != 0 {
-				t.Errorf("refused %v, want none", rep.Refused)
-			}
-			if errs != 0 {
-				t.Errorf("%d transport errors, want none", errs)
-			}
+			checkClean(t, rep, errs)
 			if s < minShare {
 				t.Errorf("admitted %.3f of the quota, want ≥ %v", s, minShare)
 			}
 		})
+	}
+}
+
+// checkClean fails t if the server refused a request of the run rep
+// reports, or if errs of its calls failed without a response.
+func checkClean(t *testing.T, rep throttletest.Report, errs int64) {
+	t.Helper()
+	if rep.RefusedTotal() != 0 {
+		t.Errorf("refused %v, want none", rep.Refused)
+	}
+	if errs != 0 {
+		t.Errorf("%d transport errors, want none", errs)
+	}
+}
+
+// TestRoundTripStripeConcurrency: the Stripe preset's concurrency cap
+// against the profile's stripe-global-concurrency, on the fake clock, 15
+// workers on a cap of 10 with a second of service time each (10/s, under
+// both of Stripe's rates; a worker's endpoint as in stripe-live). Stripe
+// publishes no cap, so neither side has one by default: both are given
+// 10. Its share of the cap is a known failure (0.94–0.96, some runs under
+// minShare) and logged, with the figures in docs/THROTTLETEST.md: a
+// request that waited long for its lease books its rate slots again, and
+// may sleep for them holding the lease. A refusal or a transport error
+// fails the test.
+func TestRoundTripStripeConcurrency(t *testing.T) {
+	const capacity = 10
+	rep, s, errs := runCell(t, cell{
+		name:    "stripe-concurrency",
+		profile: throttletest.Stripe(throttletest.StripeConfig{Concurrency: capacity}),
+		opts:    []throttletest.Option{throttletest.WithServiceTime(time.Second)},
+		preset: func(h string) providers.Preset {
+			return providers.StripePreset(providers.StripeConfig{Concurrency: capacity, Hosts: []string{h}})
+		},
+		// No asleep as twilio-concurrency's (the cap full whenever every
+		// worker sleeps): a worker holding a lease may sleep for a rate
+		// slot here.
+		workers: 15, run: 25 * time.Second,
+		req: func(b string, w, i int) *http.Request { return get(b, stripePaths[w%len(stripePaths)], stripeAuth) },
+		measure: func(rep throttletest.Report) (float64, string) {
+			mean := rep.InService.Seconds() / rep.End.Sub(rep.Start).Seconds()
+			return mean / capacity, "mean in flight " + ftoa(mean) + " of " + itoa(capacity) + ", most " + itoa(rep.Rules[throttletest.StripeGlobalConcurrency].MaxInFlight)
+		},
+	})
+	checkClean(t, rep, errs)
+	if s < minShare {
+		t.Logf("known failure: admitted %.3f of the quota, want ≥ %v", s, minShare)
 	}
 }
 
@@ -222,8 +301,6 @@ func TestRoundTrip(t *testing.T) {
 // refusals, once 1-6 in 7 runs of 16, are logged too, with the figures in
 // docs/THROTTLETEST.md; a transport error fails the test.
 func TestStripeWorkersAcrossEndpoints(t *testing.T) {
-	auth := http.Header{"Authorization": {"Bearer sk_test_x"}}
-	paths := []string{"/v1/customers", "/v1/charges", "/v1/invoices", "/v1/products", "/v1/prices", "/v1/refunds", "/v1/payouts", "/v1/events"}
 	for _, workers := range []int{16, 64} {
 		t.Run(itoa(workers), func(t *testing.T) {
 			rep, s, errs := runCell(t, cell{
@@ -233,7 +310,7 @@ func TestStripeWorkersAcrossEndpoints(t *testing.T) {
 					return providers.StripePreset(providers.StripeConfig{Hosts: []string{h}})
 				},
 				workers: workers, run: 10 * time.Second,
-				req:     func(b string, w, i int) *http.Request { return get(b, paths[(w+i)%len(paths)], auth) },
+				req:     func(b string, w, i int) *http.Request { return get(b, stripePaths[(w+i)%len(stripePaths)], stripeAuth) },
 				measure: rate(1, 10, 100),
 			})
 			if errs != 0 {
@@ -389,6 +466,16 @@ func hostOf(t *testing.T, raw string) string {
 
 func get(base, path string, h http.Header) *http.Request {
 	r, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, base+path, nil)
+	for k, v := range h {
+		r.Header[k] = v
+	}
+	return r
+}
+
+// send returns a request with method and an empty JSON body.
+func send(base, method, path string, h http.Header) *http.Request {
+	r, _ := http.NewRequestWithContext(context.Background(), method, base+path, strings.NewReader("{}"))
+	r.Header.Set("Content-Type", "application/json")
 	for k, v := range h {
 		r.Header[k] = v
 	}
