@@ -19,7 +19,7 @@ import (
 // tenth of the low ones'. And aging bounds the low ones' wait: no low
 // request may wait longer than the first-come-first-served wait of the
 // whole fleet's queue plus two aging steps (lease.DefaultAging each, the
-// bound docs/PRIORITIES.md gives).
+// bound docs/CONCURRENCY.md gives).
 func TestFleetPriorities(t *testing.T) {
 	const (
 		limit   = 2
