@@ -91,9 +91,9 @@ func (h *Handler) Pause(d time.Duration) {
 
 // Report returns what the server saw so far (see [Report]).
 func (h *Handler) Report() Report {
-	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := h.clock.Now() // under the lock, as decide's
 	h.catchUp(now)
 	return h.rec.snapshot(now)
 }
@@ -148,9 +148,12 @@ func (h *Handler) answer(r *http.Request, d Decision) Answer {
 // request counted in flight is always asleep in its service time (a
 // FakeClock's driver counts on it).
 func (h *Handler) decide(r *http.Request) (Decision, func(), throttle.Timer) {
-	now := h.clock.Now()
+	// The instant is read under the lock, so that requests are decided
+	// and recorded in the order of their instants, as a server's log
+	// would see them.
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := h.clock.Now()
 	h.catchUp(now)
 	d := Decision{Now: now}
 	var (

@@ -16,9 +16,9 @@ func (s *Store) Charge(_ context.Context, b store.Bucket, units int64) error {
 		// ask (Rule.ActualCost is for leaky and token buckets).
 		return nil
 	}
-	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
 	s.tats[b.Key] = gcraCharge(s.tats[b.Key], now, s.intervalLocked(b, now), b.Burst, units)
 	return nil
 }

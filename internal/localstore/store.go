@@ -65,9 +65,9 @@ type quoted struct {
 
 // reserve is Reserve, and with quota set ReserveQuota.
 func (s *Store) reserve(_ context.Context, bs []store.Bucket, maxWait time.Duration, quota bool) (quoted, error) {
-	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
 	s.maybeSweep(now)
 	r := s.reserveLocked(bs, now, maxWait)
 	q := quoted{Reservation: r}
@@ -79,6 +79,18 @@ func (s *Store) reserve(_ context.Context, bs []store.Bucket, maxWait time.Durat
 	}
 	return q, nil
 }
+
+// nowLocked returns the instant of the call being decided: the clock's
+// time, read under s.mu, so that calls are decided in the order of their
+// instants. Read before the lock, by a caller overtaken on the way to it,
+// the instant lay before a sliding log's newest entry; LogAt put the
+// departure at that entry, microseconds away, and a strict server
+// (maxWait 0) refused the request with room in its window (a Stripe fleet
+// at 95 of 100 in the trailing second, in throttletest's Stripe profile).
+// A clock that goes back (a wall clock stepped) is read as it is: the
+// buckets then make the requests wait longer, never less. s.mu must be
+// held.
+func (s *Store) nowLocked() int64 { return s.clock.Now().UnixNano() }
 
 // reserveLocked books bs at now, as Reserve says. s.mu must be held.
 func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duration) store.Reservation {
@@ -143,9 +155,9 @@ func (s *Store) cappedLocked(key string, now int64) bool {
 }
 
 func (s *Store) Limit(_ context.Context, b store.Bucket, c store.Cap) (store.Stretch, error) {
-	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
 	var paid float64
 	if s.cappedLocked(b.Key, now) {
 		paid = s.caps[b.Key].paid
@@ -220,9 +232,9 @@ func newLocalBooking(s *Store, bs []store.Bucket) *localBooking {
 
 func (u *localBooking) Cancel(context.Context) error {
 	s := u.s
-	now := s.clock.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
 	if u.done {
 		return nil
 	}
@@ -240,10 +252,10 @@ func (u *localBooking) Cancel(context.Context) error {
 }
 
 func (s *Store) Pause(_ context.Context, bs []store.Bucket, d time.Duration) error {
-	now := s.clock.Now().UnixNano()
-	until := store.SatAdd(now, int64(max(d, 0)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
+	until := store.SatAdd(now, int64(max(d, 0)))
 	for _, b := range bs {
 		switch {
 		case b.Algorithm.Windowed():

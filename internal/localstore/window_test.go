@@ -3,6 +3,8 @@ package localstore
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +102,72 @@ func TestWindowBucketsAreSwept(t *testing.T) {
 	}
 	if n := s.Len(); n != 1 {
 		t.Fatalf("Len %d after the sweep, want 1 (the new bucket)", n)
+	}
+}
+
+// lockedClock is a clock that records whether it was read without its
+// store's lock held.
+type lockedClock struct {
+	*fakeclock.Clock
+	s        *Store
+	unlocked atomic.Int64
+}
+
+func (c *lockedClock) Now() time.Time {
+	if c.s != nil && c.s.mu.TryLock() {
+		c.s.mu.Unlock()
+		c.unlocked.Add(1)
+	}
+	return c.Clock.Now()
+}
+
+// TestDecisionsInTheOrderOfTheirInstants: every call reads its instant
+// with the store's lock held, so that calls are decided in the order of
+// their instants. Read before the lock, a caller overtaken on its way to
+// it decided at an instant before the sliding log's newest entry, and a
+// strict caller (maxWait 0) with room in its window was refused for the
+// microseconds between: which the second half of the test shows, by
+// reading the clock 5µs back.
+func TestDecisionsInTheOrderOfTheirInstants(t *testing.T) {
+	ctx := context.Background()
+	start := time.Unix(1_700_000_000, 500_000_000)
+	for _, alg := range []store.Algorithm{store.SlidingLog, store.FixedWindow, store.SlidingCounter, store.LeakyBucket, store.TokenBucket} {
+		c := &lockedClock{Clock: fakeclock.New(start)}
+		s := New(c)
+		c.s = s
+		b := store.Bucket{Key: "w", Rule: "w", Algorithm: alg, Burst: 100, Period: time.Second, Interval: 10 * time.Millisecond, Cost: 1}
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				r, err := s.Reserve(ctx, []store.Bucket{b}, 0)
+				if err != nil || !r.OK {
+					t.Errorf("%v: %+v, %v; want admitted at once", alg, r, err)
+					return
+				}
+				_ = r.Undo.Cancel(ctx)
+			})
+		}
+		wg.Wait()
+		if _, err := s.Limit(ctx, b, store.Cap{Rate: 1000, Span: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Pause(ctx, []store.Bucket{b}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.unlocked.Load(); n > 0 {
+			t.Errorf("%v: the clock was read %d times without the lock", alg, n)
+		}
+	}
+	// What an instant read out of order did: a strict request with room,
+	// refused for the 5µs to the log's newest entry.
+	c := fakeclock.New(start)
+	s := New(c)
+	b := store.Bucket{Key: "w", Rule: "w", Algorithm: store.SlidingLog, Burst: 100, Period: time.Second, Interval: 10 * time.Millisecond, Cost: 1}
+	if r, _ := s.Reserve(ctx, []store.Bucket{b}, 0); !r.OK {
+		t.Fatal("the first request was refused")
+	}
+	c.Set(start.Add(-5 * time.Microsecond))
+	if r, _ := s.Reserve(ctx, []store.Bucket{b}, 0); r.OK || r.Wait != 5*time.Microsecond {
+		t.Fatalf("a request decided 5µs before the newest entry: %+v; want refused for 5µs", r)
 	}
 }
