@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/fakeclock"
-	"github.com/throttlekit/throttle/internal/store"
 )
 
 // A waiter that wakes long after its slot, as after a stall of the process,
@@ -45,60 +44,6 @@ func TestTransportLateWaiterRebooks(t *testing.T) {
 			}
 			if got := time.Duration(localOf(t, tr).TAT("r") - epoch.UnixNano()); got != tt.wantTAT {
 				t.Fatalf("TAT = epoch+%v, want epoch+%v", got, tt.wantTAT)
-			}
-		})
-	}
-}
-
-// A rule's lateness is half its headroom of the Period at every rate (no
-// longer floored at one interval), at least minLateness, and one interval
-// for a rule without headroom.
-func TestLatenessFor(t *testing.T) {
-	tests := []struct {
-		name     string
-		l        Limit
-		headroom float64
-		want     time.Duration
-	}{
-		{"fast rule: half the headroom", Limit{Rate: 100, Period: time.Second}, 0.05, 25 * time.Millisecond},
-		{"slow rule: still half the headroom, not its 42 ms interval", Limit{Rate: 25, Period: time.Second}, 0.05, 25 * time.Millisecond},
-		{"one a second: not its 1.05 s interval", Limit{Rate: 1, Period: time.Second}, 0.05, 25 * time.Millisecond},
-		{"hourly quota", Limit{Rate: 5000, Period: time.Hour}, 0.05, 90 * time.Second},
-		{"tiny headroom: the timer's jitter", Limit{Rate: 100, Period: time.Second}, 0.001, minLateness},
-		{"no headroom: one interval", Limit{Rate: 10, Period: time.Second}, 0, 100 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := latenessFor(tt.l, tt.l.interval(tt.headroom), tt.headroom); got != tt.want {
-				t.Fatalf("latenessFor = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// A waiter's tolerance leaves each booked bucket its lateness in all: the
-// whole of it in the bucket that set the slot (and in a window bucket,
-// booked at the departure too), the half a lead may not have taken in the
-// others; a deferred bucket, booked when the waiter leaves, asks nothing.
-func TestWakeTolerance(t *testing.T) {
-	limiting := store.Bucket{Key: "endpoint", Lateness: 40 * time.Millisecond}
-	ahead := store.Bucket{Key: "global", Lateness: 30 * time.Millisecond}
-	window := store.Bucket{Key: "window", Lateness: 20 * time.Millisecond, Algorithm: store.FixedWindow}
-	tests := []struct {
-		name string
-		r    store.Reservation
-		want time.Duration
-	}{
-		{"one bucket", store.Reservation{Buckets: []store.Bucket{limiting}}, 40 * time.Millisecond},
-		{"another bucket booked ahead", store.Reservation{Buckets: []store.Bucket{limiting, ahead}}, 15 * time.Millisecond},
-		{"the other bucket deferred", store.Reservation{Buckets: []store.Bucket{limiting, ahead}, Deferred: []int{1}}, 40 * time.Millisecond},
-		{"a window bucket, booked at the departure", store.Reservation{Buckets: []store.Bucket{limiting, window}}, 20 * time.Millisecond},
-		{"the limiter second", store.Reservation{Buckets: []store.Bucket{ahead, limiting}, Limiter: 1}, 15 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := wakeTolerance(&tt.r); got != tt.want {
-				t.Fatalf("wakeTolerance = %v, want %v", got, tt.want)
 			}
 		})
 	}

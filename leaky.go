@@ -31,9 +31,8 @@ import (
 //
 // A request that several rules match leaves at the latest of its buckets'
 // times; each other bucket is booked at the request's own earliest time in
-// it while that lies within the bucket's lead (half its lateness, see
-// store.Bucket.Lead) of the departure, and is deferred (booked when the
-// request departs) beyond it.
+// it while that lies within the bucket's lateness tolerance of the
+// departure, and is deferred (booked when the request departs) beyond it.
 //
 // The stores run the maths: internal/localstore in this process (the store
 // of a Transport without WithRedis, see newLocalStore), in nanoseconds;
@@ -85,10 +84,11 @@ func (l Limit) interval(headroom float64) time.Duration {
 	return time.Duration(iv)
 }
 
-// latenessFor returns how late after its slot a request of a rule may
-// still leave: half the rule's headroom of its Period (h·P/2), at least
-// minLateness; a rule without headroom, which has no slack to share, one
-// interval (one request over the bucket's bound at most).
+// latenessFor returns how late after its slot a waiter of a rule may still
+// leave: the longer of one interval and half the rule's headroom of its
+// Period. A request late by up to one interval can share a moment with the
+// next slot, one request over the bucket's bound at most, which the pacing
+// of waiters keeps from stacking within a process.
 //
 // Why half the headroom. A strict server counting R in any window of P
 // sees each request at its slot plus its lateness plus what nobody
@@ -100,33 +100,13 @@ func (l Limit) interval(headroom float64) time.Duration {
 // before), J had 0.4 ms at 100/s: a Stripe-like server of 100 in any
 // second (throttletest's Stripe profile) met 1-2 rejections in 3 of 8 runs
 // of examples/stripe on a quiet host. Half for each.
-//
-// The bound holds at every rate, so the lateness is not floored at one
-// interval, as it was before 2026-12-06: a rule of 25/s at 5 % headroom
-// then allowed 42 ms of the 52.6 ms, and a request booked that early in a
-// bucket that did not set its departure (store.Bucket.Lead) was seen
-// later still; examples/stripe met one 429 of that kind in 2 of 22 runs.
-// A request's lateness in a bucket is its lead there plus how late its
-// waiter wakes, and Transport.acquire's tolerance keeps the sum within L.
 func latenessFor(l Limit, interval time.Duration, headroom float64) time.Duration {
-	if headroom == 0 {
-		return interval
-	}
 	h := float64(l.Period) * headroom / 2
 	if h >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return max(time.Duration(h), minLateness)
+	return max(time.Duration(h), interval)
 }
-
-// minLateness is the least lateness a rule with headroom allows, so that
-// a waiter woken late only by the timer's own jitter still leaves on its
-// slot instead of booking again (see latenessFor). Measured on the 2-core
-// CI host (2026-12-06, 128 goroutines sleeping 1-50 ms for 5 s): timers
-// woke late by 0.54 ms at the median, 3.2 ms at p99.9 and 5.6 ms at most
-// when idle; 4.3 ms at p99.9 and 5.1 ms at most beside two busy loops. It
-// sets the lateness only below 1 % of headroom at a period of a second.
-const minLateness = 5 * time.Millisecond
 
 // newLocalStore returns the store of a Transport without WithRedis: its
 // buckets live in this process, in a map under one mutex, and a request

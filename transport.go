@@ -3,7 +3,6 @@ package throttle
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -332,8 +331,8 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 // allowed. It books a new slot instead, once; the stalled slot is lost
 // capacity.
 //
-// A request whose buckets disagree by more than a bucket's lead
-// (store.Bucket.Lead: one endpoint's queue is deep, the account-wide bucket has room)
+// A request whose buckets disagree by more than a bucket's lateness
+// tolerance (one endpoint's queue is deep, the account-wide bucket has room)
 // is booked in two steps: the slowest buckets now, the others when it
 // departs (see store.Reservation.Deferred).
 func (t *Transport) acquire(ctx context.Context, bs []store.Bucket) (feedback.Booking, error) {
@@ -439,7 +438,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		defer t.queue.leave(bs)
 		tolerance := anyLateness
 		if mayBeLate {
-			tolerance = wakeTolerance(&r)
+			tolerance = lateness(bs)
 		}
 		slot, err := t.queue.depart(ctx, t.clock, bs, r.Wait, tolerance, sent.Add(budget))
 		t.observeQueue(ctx, &r, false)
@@ -534,28 +533,6 @@ func (t *Transport) budget(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	return t.maxWait, ErrBeyondMaxWait
-}
-
-// wakeTolerance returns how late after its slot the waiter of r may wake
-// and still leave: the least, over the buckets r booked, of what their
-// lateness leaves (store.Bucket.Lateness): all of it in the bucket that set
-// the slot, which is booked at the departure, and in a window bucket, also
-// booked there; in another, the half its lead may have taken
-// (store.Bucket.Lead). A deferred bucket is booked when the waiter leaves,
-// so it asks nothing.
-func wakeTolerance(r *store.Reservation) time.Duration {
-	d := time.Duration(math.MaxInt64)
-	for i := range r.Buckets {
-		b := &r.Buckets[i]
-		switch {
-		case r.IsDeferred(i):
-		case i == r.Limiter || b.Algorithm.Windowed():
-			d = min(d, b.Lateness)
-		default:
-			d = min(d, b.Lateness-b.Lead())
-		}
-	}
-	return d
 }
 
 // lateness returns the least lateness tolerance of bs.

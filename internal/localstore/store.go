@@ -102,7 +102,7 @@ func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duratio
 
 	// The request departs when its slowest bucket lets it. Each other
 	// bucket is booked at the request's earliest time in it when the
-	// request leaves within that bucket's lead (Bucket.Lead) of it; further
+	// request leaves within that bucket's lateness tolerance of it; further
 	// ahead, the bucket is not booked now but deferred (see store.Reservation).
 	// Booking a bucket at a later time would leave its capacity before then
 	// unused: a deep queue on one endpoint would hold every other endpoint
@@ -127,7 +127,7 @@ func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duratio
 		prev := s.tats[b.Key]
 		iv := s.intervalLocked(b, now)
 		at := gcraAllowAt(prev, now, iv, b.Burst, b.Cost)
-		if depart-at > int64(b.Lead()) {
+		if depart-at > int64(b.Lateness) {
 			r.Deferred = append(r.Deferred, i)
 			continue
 		}

@@ -194,7 +194,7 @@ func (s *Store) reserveWindowsLocked(bs []store.Bucket, now int64, maxWait time.
 		} else {
 			prev := s.tats[b.Key]
 			iv := s.intervalLocked(*b, now)
-			if depart-ats[i] > int64(b.Lead()) {
+			if depart-ats[i] > int64(b.Lateness) {
 				r.Deferred = append(r.Deferred, i)
 				continue
 			}

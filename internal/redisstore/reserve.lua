@@ -3,7 +3,7 @@
 -- internal/localstore's Store.Reserve in integer microseconds). The request
 -- departs at the latest of its earliest times in its buckets. Each bucket is booked at the
 -- request's earliest time in it, unless that comes before the departure by
--- more than the bucket's lead (store.Bucket.Lead): such a bucket is deferred (not
+-- more than the bucket's lateness tolerance: such a bucket is deferred (not
 -- booked; the caller books it at the departure, see reservation.deferred).
 -- store_redis.go prepends bucket.lua and heartbeat.lua, and appends the
 -- main chunk: reserve_call.lua (one request) or reserve_batch.lua (the
@@ -20,7 +20,7 @@
 -- bucket (their bookings are alike; only pause.lua tells them apart), 7 for
 -- a window bucket, told apart by the sign of the first:
 --   leaky or token bucket: ARGV[j] … ARGV[j+4]: its rule interval in µs
---            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lead in
+--            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance in
 --            µs (≥ 0), and the units of cost this replica sent in the
 --            bucket since it last reported them (≥ 0), added to the
 --            bucket's count while it is counted (see bucket.lua) and the

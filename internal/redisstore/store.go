@@ -636,7 +636,7 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 			continue
 		}
 		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(b.Interval), b.Burst, b.Cost
-		c.nums[j+3], c.nums[j+4] = spanMicros(b.Lead(), false), b.Sent
+		c.nums[j+3], c.nums[j+4] = spanMicros(b.Lateness, false), b.Sent
 		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 		j += 5
 	}

@@ -155,10 +155,8 @@ type Bucket struct {
 	Interval time.Duration // emission interval per unit of cost
 	Burst    int64         // capacity, in units of cost
 	Cost     int64         // this request's weight, 1 ≤ cost ≤ burst
-	// Lateness is how late after its slot in this bucket a request may
-	// still leave: the jitter the rule's headroom pays for (see the root's
-	// leaky.go). Part of it may go to a lead (see Lead), the rest to the
-	// waiter's wake-up.
+	// Lateness is how late after its slot a waiter may still leave: the
+	// jitter the rule's headroom pays for (see the root's leaky.go).
 	Lateness time.Duration
 	// Rate per period is the rule's Limit as written, and headroom the
 	// rule's headroom: what internal/feedback reads the server's answers
@@ -184,14 +182,6 @@ type Bucket struct {
 	Anchor time.Duration
 }
 
-// Lead returns how long before a request's departure the bucket may be
-// booked at the request's own earliest slot in it, when another of the
-// request's buckets sets the departure: half its Lateness. The request then
-// leaves up to that much after its slot in the bucket, and its waiter may
-// wake late by the other half (the root's Transport.acquire). A bucket
-// whose earliest slot comes earlier still is deferred (Reservation.Deferred).
-func (b *Bucket) Lead() time.Duration { return b.Lateness / 2 }
-
 // Reservation is a store's answer to reserve. It owns its undo, as
 // golang.org/x/time/rate's Reservation owns its limiter: cancel gives the
 // booking back in whichever store made it, so no store needs to tell from
@@ -209,7 +199,7 @@ type Reservation struct {
 	Buckets []Bucket
 	// Deferred holds the indices in buckets of the buckets not booked now,
 	// in order, or nil: those whose slot comes longer before the departure
-	// than the bucket's Lead. Booking them ahead of time
+	// than the bucket's lateness tolerance. Booking them ahead of time
 	// would either waste their capacity until the departure or let the
 	// request leave later than they counted it; the Transport books them
 	// at the departure, in a second call (see Rest).
