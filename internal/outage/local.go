@@ -38,10 +38,12 @@ type localBuckets struct {
 	latest time.Time
 }
 
-// localBucket is the limiter of one bucket key.
+// localBucket is the limiter of one bucket key: lim for a leaky or token
+// bucket, win for a window bucket (window.go).
 type localBucket struct {
 	lim         *rate.Limiter
-	share       float64   // the share lim is sized for
+	win         *windowLimiter
+	share       float64   // the share lim or win is sized for
 	pausedUntil time.Time // lim is only ever used at or after this time
 	settling    bool      // its debt is being booked in Redis
 	// settled: its debt is booked in Redis (or it was made after the
@@ -69,6 +71,9 @@ type waitingBooking struct {
 type bookedPart struct {
 	r  *rate.Reservation
 	at time.Time // the time it was made at (never before the bucket's pause)
+	// A window bucket's part: win booked wp.
+	win *windowLimiter
+	wp  windowPart
 }
 
 // debt is a bucket's local spending, taken out to be booked in Redis.
@@ -105,11 +110,20 @@ func (l *localBuckets) at(now time.Time) time.Time {
 func (l *localBuckets) get(now time.Time, b *store.Bucket, share float64) *localBucket {
 	e := l.m[b.Key]
 	if e == nil {
-		lim, burst := sized(b, share)
-		e = &localBucket{lim: rate.NewLimiter(lim, burst), share: share}
+		e = &localBucket{share: share}
+		if b.Algorithm.Windowed() {
+			e.win = newWindowLimiter(b, share)
+		} else {
+			lim, burst := sized(b, share)
+			e.lim = rate.NewLimiter(lim, burst)
+		}
 		l.m[b.Key] = e
 		l.n.Store(int64(len(l.m)))
 		return e
+	}
+	if e.share != share && e.win != nil {
+		e.win.resize(b, share)
+		e.share = share
 	}
 	if e.share != share {
 		// The fleet changed size: resize, keeping the tokens already
@@ -190,12 +204,16 @@ func (l *localBuckets) reserveGrace(now time.Time, r *store.Reservation, maxWait
 
 // book reserves one slot in each bucket of q.bs but those at the indices
 // q.skip, and returns the parts made and the longest wait from now, with
-// its bucket's index. l.mu must be held.
+// its bucket's index. The leaky and token buckets are each booked at their
+// earliest; the window buckets then at the request's departure or later,
+// as the other stores book them, and only when it falls within q.maxWait.
+// l.mu must be held.
 func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.Duration, int) {
 	bs, share := q.bs, q.share
 	parts := make([]bookedPart, 0, len(bs))
 	var wait time.Duration
 	limiter := 0
+	var windows []int
 	for i := range bs {
 		if slices.Contains(q.skip, i) {
 			continue
@@ -207,11 +225,14 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.D
 			// Spent in an outage: owed whole on the return.
 			e.settled, e.graced = false, false
 			if !known && q.emptyUntil.After(l.at(now)) {
-				e.lim.ReserveN(q.emptyUntil, e.lim.Burst())
-				e.pausedUntil = q.emptyUntil
+				e.startSpent(q.emptyUntil)
 			}
 		case !known:
 			e.settled = true
+		}
+		if e.win != nil {
+			windows = append(windows, i)
+			continue
 		}
 		at := later(l.at(now), e.pausedUntil)
 		// A cost above the local burst (a share of the rule's burst) is
@@ -221,7 +242,7 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.D
 			r := e.lim.ReserveN(at, int(n))
 			d := waitNever
 			if r.OK() {
-				parts = append(parts, bookedPart{r, at})
+				parts = append(parts, bookedPart{r: r, at: at})
 				d = r.DelayFrom(now)
 			}
 			if d > wait {
@@ -230,7 +251,71 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.D
 			left -= n
 		}
 	}
+	if len(windows) == 0 || wait > q.maxWait {
+		return parts, wait, limiter
+	}
+	return l.bookWindows(now, q, windows, parts, wait, limiter)
+}
+
+// bookWindows books the window buckets of q at the indices windows, at
+// the departure wait from now that the other buckets set, or later: in
+// rounds, each moving the departure to the first window bucket's earliest
+// time after it, until none does (as reserve.lua and the local store
+// decide). l.mu must be held.
+func (l *localBuckets) bookWindows(now time.Time, q localRequest, windows []int, parts []bookedPart, wait time.Duration, limiter int) ([]bookedPart, time.Duration, int) {
+	nowUs := floorMicros(l.at(now))
+	depart := floorMicros(now.Add(wait))
+	floors := make([]int64, len(q.bs))
+	for _, i := range windows {
+		e := l.m[q.bs[i].Key]
+		floors[i] = floorMicros(later(l.at(now), e.pausedUntil))
+	}
+	for moved := true; moved; {
+		moved = false
+		for _, i := range windows {
+			_, t := l.m[q.bs[i].Key].win.book(nowUs, floors[i], depart, q.bs[i].Cost, false)
+			if t > depart {
+				depart, limiter, moved = t, i, true
+			}
+		}
+	}
+	wait = max(time.Duration(depart*1000-now.UnixNano()), wait)
+	if wait > q.maxWait {
+		return parts, wait, limiter
+	}
+	for _, i := range windows {
+		win := l.m[q.bs[i].Key].win
+		wps, _ := win.book(nowUs, floors[i], depart, q.bs[i].Cost, true)
+		for _, wp := range wps {
+			parts = append(parts, bookedPart{win: win, wp: wp})
+		}
+	}
 	return parts, wait, limiter
+}
+
+// startSpent makes a bucket new in the outage start as if this replica
+// had spent its share until until, when its requests booked in the
+// shared bucket stop departing (localRequest.emptyUntil).
+func (e *localBucket) startSpent(until time.Time) {
+	if e.win != nil {
+		e.win.startSpent(floorMicros(until))
+	} else {
+		e.lim.ReserveN(until, e.lim.Burst())
+	}
+	e.pausedUntil = until
+}
+
+// full reports whether the bucket is as a new one at now (nothing spent
+// that still counts, no pause holding it), so that dropping it changes
+// nothing.
+func (e *localBucket) full(now time.Time) bool {
+	if now.Before(e.pausedUntil) {
+		return false
+	}
+	if e.win != nil {
+		return !e.win.live(floorMicros(now))
+	}
+	return e.lim.TokensAt(now) >= float64(e.lim.Burst())
 }
 
 // cancelBooking gives back the tokens of the waiting booking kept under id, if
@@ -251,7 +336,11 @@ func (l *localBuckets) cancelBooking(now time.Time, id bookingID) {
 // time or later, so a paused bucket's clock never moves back.
 func cancelParts(now time.Time, parts []bookedPart) {
 	for i := len(parts) - 1; i >= 0; i-- {
-		parts[i].r.CancelAt(later(now, parts[i].at))
+		if p := parts[i]; p.win != nil {
+			p.win.refund(floorMicros(now), p.wp)
+		} else {
+			p.r.CancelAt(later(now, p.at))
+		}
 	}
 }
 
@@ -265,6 +354,11 @@ func (l *localBuckets) pause(now time.Time, bs []store.Bucket, d time.Duration, 
 	for i := range bs {
 		e := l.get(now, &bs[i], share)
 		if !until.After(e.pausedUntil) {
+			continue
+		}
+		if e.win != nil {
+			e.win.pause(ceilMicros(until.UnixNano()))
+			e.pausedUntil = until
 			continue
 		}
 		// A limiter already booked beyond until holds at least as long;
@@ -303,10 +397,13 @@ func (l *localBuckets) takeDebts(now time.Time, bs []store.Bucket) ([]store.Buck
 		now := l.at(now)
 		at := later(now, e.pausedUntil)
 		var spent float64
-		if e.graced {
+		switch {
+		case e.win != nil:
+			spent = float64(e.win.owed(floorMicros(at), e.graced))
+		case e.graced:
 			// Only what still waits: see unsettle.
 			spent = max(-e.lim.TokensAt(at), 0)
-		} else {
+		default:
 			spent = float64(e.lim.Burst()) - e.lim.TokensAt(at)
 			spent += float64(e.lim.Limit()) * at.Sub(now).Seconds() // a pause not yet over
 		}
@@ -363,7 +460,7 @@ func (l *localBuckets) unsettle(now time.Time) {
 	for k, e := range l.m {
 		e.graced = e.graced || e.settled
 		e.settled = false
-		if !now.Before(e.pausedUntil) && e.lim.TokensAt(now) >= float64(e.lim.Burst()) {
+		if e.full(now) {
 			delete(l.m, k)
 		}
 	}
@@ -387,7 +484,7 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 		return
 	}
 	for k, e := range l.m {
-		if !now.Before(e.pausedUntil) && e.lim.TokensAt(now) >= float64(e.lim.Burst()) {
+		if e.full(now) {
 			delete(l.m, k)
 		}
 	}
@@ -439,6 +536,10 @@ func (l *localBuckets) charge(now time.Time, b store.Bucket, units int64, share 
 	defer l.mu.Unlock()
 	e := l.get(now, &b, share)
 	at := l.at(now)
+	if e.win != nil {
+		e.win.charge(floorMicros(at), min(units, maxChargeBursts*e.win.w.Quota))
+		return
+	}
 	burst := int64(max(e.lim.Burst(), 1))
 	// A hostile or broken report cannot make the loop long: beyond
 	// maxChargeBursts the bucket is as good as shut for this outage.
