@@ -1,6 +1,7 @@
 package outage
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -24,8 +25,12 @@ import (
 type localBuckets struct {
 	n atomic.Int64 // len(m), read without the lock on the shared path
 
-	mu      sync.Mutex
-	m       map[string]*localBucket
+	mu sync.Mutex
+	m  map[string]*localBucket
+	// shadow counts, per window bucket, this replica's requests booked
+	// in the shared bucket (shadowBook): a window bucket's limiter made
+	// in an outage starts from them.
+	shadow  map[string]*windowLimiter
 	waiting map[bookingID]waitingBooking // waiting bookings, for cancels
 	next    bookingID                    // the last bookingID given out
 	sweep   store.Sweeper
@@ -85,6 +90,7 @@ type debt struct {
 func newLocalBuckets(now time.Time) *localBuckets {
 	return &localBuckets{
 		m:       make(map[string]*localBucket),
+		shadow:  make(map[string]*windowLimiter),
 		waiting: make(map[bookingID]waitingBooking),
 		sweep:   store.NewSweeper(now.UnixNano()),
 	}
@@ -161,9 +167,8 @@ type localRequest struct {
 	share   float64
 	// emptyUntil, when after the booking's time, is when the requests
 	// this replica booked in the shared bucket stop departing (the
-	// Store's sharedUntil): a limiter made for the outage starts empty
-	// then, so that its first local slot follows them at its share's
-	// pace rather than bursting beside them.
+	// Store's sharedUntil): a limiter made for the outage departs
+	// nothing before then (see startOutage).
 	emptyUntil time.Time
 }
 
@@ -224,8 +229,8 @@ func (l *localBuckets) book(now time.Time, q localRequest) ([]bookedPart, time.D
 		case !q.grace:
 			// Spent in an outage: owed whole on the return.
 			e.settled, e.graced = false, false
-			if !known && q.emptyUntil.After(l.at(now)) {
-				e.startSpent(q.emptyUntil)
+			if !known {
+				l.startOutage(now, e, &bs[i], q.emptyUntil)
 			}
 		case !known:
 			e.settled = true
@@ -293,16 +298,27 @@ func (l *localBuckets) bookWindows(now time.Time, q localRequest, windows []int,
 	return parts, wait, limiter
 }
 
-// startSpent makes a bucket new in the outage start as if this replica
-// had spent its share until until, when its requests booked in the
-// shared bucket stop departing (localRequest.emptyUntil).
-func (e *localBucket) startSpent(until time.Time) {
+// startOutage starts a limiter just made in an outage from what this
+// replica booked in the shared bucket: a leaky or token bucket empty at
+// emptyUntil, when its requests booked there stop departing (so that its
+// first local slot follows them at its share's pace rather than bursting
+// beside them), a window bucket with the requests it booked in the
+// shared bucket's windows (see shadowBook). Neither departs before
+// emptyUntil. l.mu must be held.
+func (l *localBuckets) startOutage(now time.Time, e *localBucket, b *store.Bucket, emptyUntil time.Time) {
 	if e.win != nil {
-		e.win.startSpent(floorMicros(until))
-	} else {
-		e.lim.ReserveN(until, e.lim.Burst())
+		if sh := l.shadow[b.Key]; sh != nil {
+			e.win.seed(sh)
+			delete(l.shadow, b.Key)
+		}
 	}
-	e.pausedUntil = until
+	if !emptyUntil.After(l.at(now)) {
+		return
+	}
+	if e.win == nil {
+		e.lim.ReserveN(emptyUntil, e.lim.Burst())
+	}
+	e.pausedUntil = emptyUntil
 }
 
 // full reports whether the bucket is as a new one at now (nothing spent
@@ -480,7 +496,7 @@ func (l *localBuckets) releaseDebts(debts []debt) {
 // waiting bookings whose departure has passed, when the map has doubled
 // or a sweep is due. l.mu must be held.
 func (l *localBuckets) maybeSweep(now time.Time) {
-	if !l.sweep.Due(len(l.m)+len(l.waiting), now.UnixNano()) {
+	if !l.sweep.Due(len(l.m)+len(l.waiting)+len(l.shadow), now.UnixNano()) {
 		return
 	}
 	for k, e := range l.m {
@@ -493,6 +509,11 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 			delete(l.waiting, k)
 		}
 	}
+	for k, sh := range l.shadow {
+		if !sh.live(floorMicros(now)) {
+			delete(l.shadow, k)
+		}
+	}
 	// Go maps do not shrink: copy what is left.
 	m := make(map[string]*localBucket, len(l.m))
 	for k, e := range l.m {
@@ -502,9 +523,9 @@ func (l *localBuckets) maybeSweep(now time.Time) {
 	for k, h := range l.waiting {
 		waiting[k] = h
 	}
-	l.m, l.waiting = m, waiting
+	l.m, l.waiting, l.shadow = m, waiting, maps.Clone(l.shadow)
 	l.n.Store(int64(len(l.m)))
-	l.sweep.Swept(len(m)+len(waiting), now.UnixNano())
+	l.sweep.Swept(len(m)+len(waiting)+len(l.shadow), now.UnixNano())
 }
 
 // len returns the number of limiters and waiting bookings, for tests.

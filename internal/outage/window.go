@@ -140,27 +140,61 @@ func (wl *windowLimiter) refund(now int64, p windowPart) {
 // algorithm counts its window full until then (internal/algorithm).
 func (wl *windowLimiter) pause(until int64) { wl.hold = max(wl.hold, until) }
 
-// startSpent counts the Period before t as this replica's share already
-// spent at the share's pace, for a limiter made in an outage while the
-// requests this replica booked in the shared bucket still depart until t:
-// the window's counterpart of a token bucket that starts empty at t, so
-// the local slots follow them at the share's pace instead of adding the
-// share's whole quota beside them. The sliding log's pause is that very
-// state (the log full as if the quota had departed evenly over the Period
-// before it); the fixed window counts the elapsed part of t's window, and
-// the sliding counter the whole window before it as well, so that its
-// estimate at t is the quota.
-func (wl *windowLimiter) startSpent(t int64) {
-	if wl.alg == store.SlidingLog {
-		wl.pause(t)
+// seed starts the limiter from sh's counts or log: the requests this
+// replica booked in the shared bucket (localBuckets.shadowBook), which
+// count in the server's windows as its local ones will.
+func (wl *windowLimiter) seed(sh *windowLimiter) {
+	wl.counts.First, wl.counts.Last = sh.counts.First, sh.counts.Last
+	wl.counts.N = slices.Clone(sh.counts.N)
+	wl.log.E = slices.Clone(sh.log.E)
+}
+
+// shadowBook counts, at now, the window buckets of bs booked in the
+// shared bucket for a request departing at depart, so that a limiter made
+// for them if Redis fails starts with this replica's part of the shared
+// windows (startOutage). Each replica knows only its own part: the fleet
+// keeps to the quota in the outage's first windows when every replica
+// had kept to its share in the shared bucket, and may pass it by what
+// the replicas above their share sent. Like the local buckets the shadow
+// is swept when idle; a sliding log's keeps at most its quota of entries.
+func (l *localBuckets) shadowBook(now, depart time.Time, bs []store.Bucket) {
+	if !slices.ContainsFunc(bs, func(b store.Bucket) bool { return b.Algorithm.Windowed() }) {
 		return
 	}
-	s := wl.w.Start(t)
-	if wl.alg == store.SlidingCounter {
-		wl.counts.Add(wl.w, s-wl.w.Period, wl.w.Quota)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maybeSweep(now)
+	nowUs, t := floorMicros(l.at(now)), floorMicros(depart)
+	for i := range bs {
+		b := &bs[i]
+		if !b.Algorithm.Windowed() {
+			continue
+		}
+		sh := l.shadow[b.Key]
+		if sh == nil {
+			sh = newWindowLimiter(b, 1)
+			l.shadow[b.Key] = sh
+		}
+		if sh.alg == store.SlidingLog {
+			sh.log.Trim(sh.w, nowUs)
+		}
+		at := t
+		if sh.alg != store.FixedWindow {
+			// Booked in order, as the sliding algorithms want: a
+			// request that departs before one booked earlier (another
+			// goroutine's call answered late) counts at the latest
+			// departure, later than it went, never earlier.
+			at = max(t, sh.counts.Last, lastEntry(sh.log.E))
+		}
+		sh.bookAt(nowUs, at, b.Cost)
 	}
-	wl.counts.Add(wl.w, s, wl.w.Quota*(t-s)/wl.w.Period)
-	wl.counts.Last = max(wl.counts.Last, t)
+}
+
+func lastEntry(e []int64) int64 {
+	if len(e) == 0 {
+		return 0
+	}
+	return e[len(e)-1]
 }
 
 // charge counts units more at t (see Store.Charge).

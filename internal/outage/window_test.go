@@ -132,52 +132,59 @@ func TestFallbackWindowKeepsTheShare(t *testing.T) {
 	}
 }
 
-// TestFallbackWindowAfterSharedQueue: a window bucket made in the outage
-// while this replica's shared requests still depart starts as if it had
-// spent its share at the share's pace until they end, as a token bucket
-// starts empty then: nothing departs locally before they end, and in the
-// window they end in only the share of its rest.
+// TestFallbackWindowAfterSharedQueue: a window bucket's limiter made in
+// an outage starts from the requests this replica booked in the shared
+// bucket's windows, so that with them it keeps to its share: in the
+// window of the switch it sends only what its shared requests left of
+// it, and in a window its shared waiters are booked in, the rest.
 func TestFallbackWindowAfterSharedQueue(t *testing.T) {
 	for _, a := range windowAlgorithms {
-		alg := a.alg
 		t.Run(a.name, func(t *testing.T) {
 			h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 2 })
-			b := windowBucket(alg, 100, time.Second)
+			b := windowBucket(a.alg, 100, time.Second) // locally 50
 			h.clk.Advance(400 * time.Millisecond)
-			h.primary.set(true)
-			// This replica's requests booked in the shared bucket depart
-			// until 0.7 s.
-			queueEnd := h.clk.Now().Add(300 * time.Millisecond)
-			h.f.sharedUntil.Store(queueEnd.UnixNano())
-			r := h.reserve(t, b)
-			if got := h.clk.Now().Add(r.Wait); got.Before(queueEnd) {
-				t.Fatalf("the first local request departs %v before the shared queue ends", queueEnd.Sub(got))
+			var deps []int64
+			for range 20 {
+				r := h.reserve(t, b) // in the shared bucket, at once
+				deps = append(deps, h.clk.Now().Add(r.Wait).Sub(fbEpoch).Microseconds())
 			}
-			deps := []int64{h.clk.Now().Add(r.Wait).Sub(fbEpoch).Microseconds()}
+			h.primary.set(true)
 			for {
 				r := h.reserve(t, b)
 				at := h.clk.Now().Add(r.Wait).Sub(fbEpoch)
-				if at >= 2*time.Second {
+				if at >= 3*time.Second {
 					break
 				}
 				deps = append(deps, at.Microseconds())
 			}
-			// The queue ends at 0.7 s: the rest of that window holds
-			// 0.3 of the share of 50.
-			inFirst := 0
-			for _, d := range deps {
-				if d < time.Second.Microseconds() {
-					inFirst++
-				}
-			}
-			if inFirst > 15 {
-				t.Errorf("%d local departures in the window the shared queue ends in, want at most 15", inFirst)
-			}
-			if most := overQuota(alg, time.Second.Microseconds(), 0, deps); most > 50 {
-				t.Errorf("a window held %d, over the share of 50", most)
+			if most := overQuota(a.alg, time.Second.Microseconds(), 0, deps); most > 50 {
+				t.Errorf("this replica's shared and local requests held %d in a window, over its share of 50", most)
 			}
 		})
 	}
+	t.Run("waiters in the next window", func(t *testing.T) {
+		h := newFBHarness(t, defaultOutageSettings(), func() int64 { return 2 })
+		b := windowBucket(store.FixedWindow, 100, time.Second)
+		h.clk.Advance(400 * time.Millisecond)
+		counts := map[int64]int{}
+		for range 130 { // 100 in this window, 30 waiting for the next
+			r := h.reserve(t, b)
+			counts[int64(h.clk.Now().Add(r.Wait).Sub(fbEpoch)/time.Second)]++
+		}
+		h.primary.set(true)
+		local := map[int64]int{}
+		for {
+			r := h.reserve(t, b)
+			w := int64(h.clk.Now().Add(r.Wait).Sub(fbEpoch) / time.Second)
+			if w >= 3 {
+				break
+			}
+			local[w]++
+		}
+		if local[0] != 0 || counts[1]+local[1] != 50 || local[2] != 50 {
+			t.Errorf("local departures per window %v beside the shared ones %v, want none in window 0, 50 in all in 1 and 2", local, counts)
+		}
+	})
 }
 
 // TestFallbackWindowRefundPauseAndDebt: a window bucket's local booking
