@@ -137,8 +137,10 @@ func WithRedisTimeout(d time.Duration) Option {
 }
 
 // WithOutageMode sets what a Transport given [WithRedis] does while Redis
-// is unreachable: [ModeFallback] (the default: local token buckets sized to
-// this replica's share of the fleet, see [WithFleetShare]), [ModeFailOpen]
+// is unreachable: [ModeFallback] (the default: local limiters sized to
+// this replica's share of the fleet, see [WithFleetShare]; token buckets
+// for the leaky and token bucket rules, the rule's own algorithm for the
+// window rules), [ModeFailOpen]
 // (requests go at once, unthrottled) or [ModeFailClosed] (requests fail
 // with an error wrapping [ErrStoreUnavailable]). Any other Mode is a
 // configuration error, an [*OptionError]. Without WithRedis it has no

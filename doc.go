@@ -35,7 +35,7 @@
 // a fresh slot when the request can be replayed safely (see [RetryPolicy]).
 //
 // When Redis cannot be reached within [WithRedisTimeout], the Transport
-// keeps going on local token buckets sized to this replica's share of the
+// keeps going on local limiters sized to this replica's share of the
 // fleet (or fails open or closed, see [WithOutageMode]) and returns to the
 // shared buckets once Redis answers again; [Transport.Mode] tells which.
 //

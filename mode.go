@@ -17,9 +17,10 @@ const (
 	ModeLocal Mode = iota
 	// ModeShared: buckets live in Redis, shared by the fleet.
 	ModeShared
-	// ModeFallback: Redis is unreachable; each rule runs in a local token
-	// bucket sized to this replica's share of the fleet. The default
-	// outage mode.
+	// ModeFallback: Redis is unreachable; each rule runs in process,
+	// sized to this replica's share of the fleet: a leaky or token bucket
+	// rule in a local token bucket, a window rule in its own algorithm.
+	// The default outage mode.
 	ModeFallback
 	// ModeFailOpen: Redis is unreachable; requests go at once, unthrottled.
 	ModeFailOpen

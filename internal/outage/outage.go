@@ -125,7 +125,9 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 			if r.OK {
 				r.Undo = f.passOn(r.Undo, grace)
 				f.bookedShared(done.Add(max(r.Wait, 0)))
-				f.local.shadowBook(done, done.Add(max(r.Wait, 0)), r.Buckets)
+				if f.outage == Fallback {
+					f.local.shadowBook(done, done.Add(max(r.Wait, 0)), r.Buckets)
+				}
 			}
 			return r, nil
 		}
