@@ -40,16 +40,31 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// After the first second (whose window is partly empty), a burst of a
-	// tenth of the quota on top of the rate is all a window may hold.
-	for i, v := range with[10:] {
+	// tenth of the quota on top of the rate is all a window may hold, but
+	// in the last 100 ms: there every worker's deadline falls at once,
+	// inside the return's grace period, and a request whose local slot of
+	// the grace lies beyond its deadline departs at its shared slot
+	// (internal/outage's reserveGrace: it must not fail because of the
+	// return), so the replicas' local pacing lets go of them together.
+	// Measured in that bin: 52-54/s while the switch lost a fifth of the
+	// outage's second (go-redis's dial retries, see exredis), 55-59/s
+	// since; 48-51/s in the bins before it (docs/OUTAGES.md).
+	for i, v := range with[10 : len(with)-1] {
 		if v > 1.15*float64(cfg.quota) {
 			t.Errorf("throttled: %.0f/s at bin %d, want at most the quota %d/s and its burst", v, i+10, cfg.quota)
 		}
 	}
-	// The second ending with the outage: the replicas' local buckets.
-	if v := with[24]; v < 0.5*float64(cfg.quota) {
-		t.Errorf("throttled, in the outage: %.0f/s, want at least half the quota %d/s", v, cfg.quota)
+	// Every second from the outage's start to its end: the switch and
+	// the replicas' local buckets at their shares (each ⌊50·0.98/4⌋...,
+	// 12.25/s). The switch costs no more than a slot or two: an embedded
+	// Redis whose every call of the switch took 400 ms to fail (go-redis's
+	// dial retries) measured 0.77-0.80 of the quota in its second.
+	for i := 15; i <= 25; i++ {
+		if v := with[i]; v < 0.9*float64(cfg.quota) {
+			t.Errorf("throttled, around the outage: %.0f/s at bin %d, want at least 0.9 of the quota %d/s", v, i, cfg.quota)
+		}
 	}
+	t.Logf("throttled, per second at each 100 ms from the outage's start: %.0f; after: %.0f", with[15:26], with[26:])
 	out := filepath.Join(t.TempDir(), "c.svg")
 	if err := run(cfg, out); err != nil {
 		t.Fatal(err)
