@@ -13,9 +13,10 @@ import (
 	"github.com/throttlekit/throttle/internal/store"
 )
 
-// localBuckets are the token buckets a replica runs while Redis is
-// unreachable (Fallback): one golang.org/x/time/rate Limiter per bucket
-// key, sized to this replica's share of the rule. They keep the store
+// localBuckets are the limiters a replica runs while Redis is unreachable
+// (Fallback): one per bucket key, sized to this replica's share of the
+// rule, a golang.org/x/time/rate Limiter for a leaky or token bucket and
+// the rule's own algorithm for a window bucket (window.go). They keep the store
 // contract as the other stores do: a request is booked in all its buckets
 // or none, a waiting request's tokens go back when it gives up, and a pause
 // holds the buckets shut, then lets them refill from empty. Idle limiters
