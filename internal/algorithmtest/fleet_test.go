@@ -93,16 +93,8 @@ func runAlgoCell(t *testing.T, c algoCell) string {
 	ok := srv.Arrivals().Status(http.StatusOK).Filter(func(a fleettest.Arrival) bool { return a.At >= from && a.At < to })
 	use := float64(len(ok)) / (algoRate * (to - from).Seconds())
 	rejected := tot.Statuses[http.StatusTooManyRequests]
-	// A goroutine's last request may be cut by the run's end (its slot
-	// lies beyond it): at most one each.
-	cut := tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
-	failed := tot.ErrorCount() - cut
-	gate := t.Errorf
-	if underRace && c.raceWhy != "" {
-		gate = func(format string, args ...any) {
-			t.Logf("race detector on, not enforced: "+format+" ("+c.raceWhy+")", args...)
-		}
-	}
+	failed, cut := failures(tot)
+	gate := c.gate(t)
 	if rejected != 0 {
 		gate("%d requests rejected, want 0", rejected)
 		for _, a := range srv.Arrivals().Status(http.StatusTooManyRequests) {
@@ -116,6 +108,25 @@ func runAlgoCell(t *testing.T, c algoCell) string {
 		gate("use %.3f of the quota, want ≥ 0.95", use)
 	}
 	return fmt.Sprintf("%s | %d | %d | %d | %.3f", c.algorithm, tot.Sent, rejected, failed, use)
+}
+
+// gate returns how the cell enforces its gates: t.Errorf, or under the
+// race detector, for a cell with a raceWhy, a log saying why not.
+func (c algoCell) gate(t *testing.T) func(format string, args ...any) {
+	if !underRace || c.raceWhy == "" {
+		return t.Errorf
+	}
+	return func(format string, args ...any) {
+		t.Logf("race detector on, not enforced: "+format+" ("+c.raceWhy+")", args...)
+	}
+}
+
+// failures counts the cell's failed requests and those cut by the run's
+// end: a goroutine's last request may be cut (its slot lies beyond the
+// end), at most one each.
+func failures(tot fleettest.Summary) (failed, cut int) {
+	cut = tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
+	return tot.ErrorCount() - cut, cut
 }
 
 // windowStartRaceWhy says why a fixed window's and a sliding counter's

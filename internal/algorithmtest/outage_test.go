@@ -84,15 +84,8 @@ func runAlgoOutageCell(t *testing.T, c algoCell) string {
 	atSwitch, inOutage, after := count(k, steady), count(steady, r), count(r, srv.Offset(start.Add(cfg.Duration)))
 	ok := srv.Arrivals().Status(http.StatusOK).Filter(func(a fleettest.Arrival) bool { return a.At >= steady && a.At < r })
 	use := float64(len(ok)) / (algoRate * (r - steady).Seconds())
-	cut := tot.Errors[fleettest.ErrKindBeyondDeadline] + tot.Errors[fleettest.ErrKindContext]
-	failed := tot.ErrorCount() - cut
-
-	gate := t.Errorf
-	if underRace && c.raceWhy != "" {
-		gate = func(format string, args ...any) {
-			t.Logf("race detector on, not enforced: "+format+" ("+c.raceWhy+")", args...)
-		}
-	}
+	failed, cut := failures(tot)
+	gate := c.gate(t)
 	if inOutage != 0 {
 		gate("%d requests rejected in the outage after its first second, want 0", inOutage)
 	}
