@@ -21,6 +21,10 @@ type algoCell struct {
 	// raceWhy, when set, says why the cell's gates are logged rather than
 	// enforced under the race detector.
 	raceWhy string
+	// knownWhy, when set, says why the cell's gate on rejections is
+	// logged rather than enforced in every run: a defect measured and
+	// not yet fixed, its figures beside it. Its other gates hold.
+	knownWhy string
 }
 
 const (
@@ -44,15 +48,15 @@ const (
 // at most).
 func TestFleetPerAlgorithm(t *testing.T) {
 	cells := []algoCell{
-		{"leaky", 1, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second}), nil, ""},
+		{"leaky", 1, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second}), nil, "", ""},
 		// A token bucket's rule keeps one interval of the server's bucket
 		// for jitter, as providers.ShopifyPreset keeps a second's leak:
 		// a fleet that starts with the server's whole bucket has no slack
 		// for a request that arrives early.
-		{"token", 9, fleettest.WithPoints(algoRate, time.Second, 10, func(*http.Request, int) fleettest.PointsCost { return fleettest.PointsCost{Actual: 1} }), nil, tokenStartRaceWhy},
-		{"fixed", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.FixedWindow, UnixAligned: true}), nil, windowStartRaceWhy},
-		{"sliding-log", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second}), nil, slidingLogRaceWhy},
-		{"sliding-counter", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.SlidingCounter}), nil, windowStartRaceWhy},
+		{"token", 9, fleettest.WithPoints(algoRate, time.Second, 10, func(*http.Request, int) fleettest.PointsCost { return fleettest.PointsCost{Actual: 1} }), nil, tokenStartRaceWhy, ""},
+		{"fixed", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.FixedWindow, UnixAligned: true}), nil, windowStartRaceWhy, ""},
+		{"sliding-log", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second}), nil, slidingLogRaceWhy, ""},
+		{"sliding-counter", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.SlidingCounter}), nil, windowStartRaceWhy, ""},
 	}
 	var rows []string
 	for _, c := range cells {
