@@ -107,8 +107,7 @@ func (f *Store) countedShare() (float64, bool) {
 }
 
 func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Duration) (store.Reservation, error) {
-	start := f.clock.Now()
-	now := start
+	now := f.clock.Now()
 	try, probe, cause := f.brk.allow(now)
 	if try {
 		r, err := f.reserveShared(ctx, bs, maxWait, probe)
@@ -152,14 +151,7 @@ func (f *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 		f.outageShare.Store(bits)
 	}
 	lb := f.local.reserveFor(now, localRequest{bs: bs, maxWait: maxWait, share: share, emptyUntil: time.Unix(0, f.sharedUntil.Load())})
-	// The local buckets decided now, after any failed call to Redis: a
-	// caller that reckons the decision from the middle of the call (the
-	// Transport) would leave that call's half early, ahead of the slot
-	// the local bucket counts it at (measured: a probe's failed call took
-	// 50 ms in internal/algorithmtest's outage cells, and its request
-	// and those booked beside it reached a strict sliding-log server 25
-	// ms early, 1-11 rejections in 2 runs of 10).
-	r := store.Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Queued: now.Sub(start), Unreported: true}
+	r := store.Reservation{OK: lb.ok, Wait: lb.wait, Limiter: lb.limiter, Buckets: bs, Unreported: true}
 	if lb.id != 0 {
 		r.Undo = localBooking{f, lb.id}
 	}

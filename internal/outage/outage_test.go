@@ -29,20 +29,17 @@ type flakyStore struct {
 	ignoreCtx bool
 	calls     int
 	costs     [][]int64
-	// onFail, if set, runs in each failing call: what the call costs
-	// before it fails (advancing a fake clock).
-	onFail func()
 }
 
-func (s *flakyStore) state() (bool, chan struct{}, bool, func()) {
+func (s *flakyStore) state() (bool, chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	return s.failing, s.stall, s.ignoreCtx, s.onFail
+	return s.failing, s.stall, s.ignoreCtx
 }
 
 func (s *flakyStore) wait(ctx context.Context) error {
-	failing, stall, ignoreCtx, onFail := s.state()
+	failing, stall, ignoreCtx := s.state()
 	if stall != nil {
 		if ignoreCtx {
 			<-stall
@@ -55,9 +52,6 @@ func (s *flakyStore) wait(ctx context.Context) error {
 		}
 	}
 	if failing {
-		if onFail != nil {
-			onFail()
-		}
 		return errFlaky
 	}
 	return nil
@@ -195,29 +189,6 @@ func TestFallbackSwitchesAtOnceAndProbes(t *testing.T) {
 	}
 	if c := h.change(t); c.From != Fallback || c.To != Shared || c.Err != nil {
 		t.Fatalf("change = %+v, want fallback → shared", c)
-	}
-}
-
-// TestFallbackDecisionAfterFailedCall: a local booking made after a call
-// to Redis failed reports that call's time as Queued, so that a caller
-// reckoning the decision from the middle of its call (the Transport) does
-// not send the request ahead of the slot the local bucket counts it at.
-func TestFallbackDecisionAfterFailedCall(t *testing.T) {
-	h := newFBHarness(t, defaultOutageSettings(), nil)
-	b := fbBucket("a")
-	b.Burst = 1
-	h.primary.mu.Lock()
-	h.primary.failing = true
-	h.primary.onFail = func() { h.clk.Advance(50 * time.Millisecond) }
-	h.primary.mu.Unlock()
-
-	r := h.reserve(t, b) // Redis fails after 50 ms: booked locally then
-	if !r.OK || r.Queued != 50*time.Millisecond {
-		t.Fatalf("after a failed call of 50 ms: ok=%v queued=%v, want ok, 50ms", r.OK, r.Queued)
-	}
-	r = h.reserve(t, b) // the breaker is open: no call, a wait for the next slot
-	if !r.OK || r.Queued != 0 || r.Wait <= 0 {
-		t.Fatalf("with the breaker open: %+v, want a wait and queued 0", r)
 	}
 }
 

@@ -218,11 +218,10 @@ type Reservation struct {
 	// store, whose one process already holds its waiters, does not.
 	Held time.Duration
 	// Queued is how long the call waited in the store's client before it
-	// went to the server (the Redis store's batcher queue), or before the
-	// outage store's local buckets decided (a failed call to Redis first),
-	// 0 when it went at once or the store cannot tell: the decision came
-	// no earlier than that after the call. The Transport reckons the
-	// decision's moment from it (see Transport.acquireOnce).
+	// went to the server (the Redis store's batcher queue), 0 when it went
+	// at once or the store cannot tell: the decision came no earlier than
+	// that after the call. The Transport reckons the decision's moment
+	// from it (see Transport.acquireOnce).
 	Queued time.Duration
 	// Unreported is set when the store took no report of units sent
 	// (Bucket.Sent) with the booking: the outage store booked it in an
