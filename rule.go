@@ -183,6 +183,8 @@ type compiledRule struct {
 	// (store.Bucket.Period): the rule's Period, longer for a sliding log
 	// (slidingLogWindow).
 	window time.Duration
+	// edge is a fixed window's store.Bucket.Edge (windowEdge).
+	edge time.Duration
 	// anchors are a FixedWindow rule's windows' starts learnt from the
 	// server's resets (anchor.go).
 	anchors anchors
@@ -254,7 +256,8 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 		if r.Algorithm == SlidingLog {
 			window = slidingLogWindow(r.Limit, headroom)
 		}
-		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: r.Algorithm.storeAlgorithm(), window: window})
+		a := r.Algorithm.storeAlgorithm()
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: a, window: window, edge: windowEdge(a, window, headroom)})
 	}
 	return out, nil
 }

@@ -314,7 +314,7 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm})
+		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm, Edge: c.edge})
 		if c.anchored() {
 			bs[len(bs)-1].Anchor = c.anchors.get(bs[len(bs)-1].Key)
 		}

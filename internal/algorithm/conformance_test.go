@@ -30,7 +30,7 @@ import (
 var conformanceBuckets = []store.Bucket{
 	{Key: "lb", Rule: "lb", Algorithm: store.LeakyBucket, Interval: 100 * time.Millisecond, Burst: 3, Lateness: 100 * time.Millisecond, Period: 300 * time.Millisecond, Rate: 3},
 	{Key: "tb", Rule: "tb", Algorithm: store.TokenBucket, Interval: 150 * time.Millisecond, Burst: 2, Lateness: 150 * time.Millisecond, Period: 300 * time.Millisecond, Rate: 2},
-	{Key: "fw", Rule: "fw", Algorithm: store.FixedWindow, Interval: 200 * time.Millisecond, Burst: 5, Period: time.Second, Rate: 5, Anchor: 300 * time.Millisecond},
+	{Key: "fw", Rule: "fw", Algorithm: store.FixedWindow, Interval: 200 * time.Millisecond, Burst: 5, Period: time.Second, Rate: 5, Anchor: 300 * time.Millisecond, Edge: 40 * time.Millisecond},
 	{Key: "sl", Rule: "sl", Algorithm: store.SlidingLog, Interval: 250 * time.Millisecond, Burst: 4, Period: time.Second, Rate: 4},
 	{Key: "sc", Rule: "sc", Algorithm: store.SlidingCounter, Interval: 125 * time.Millisecond, Burst: 8, Period: time.Second, Rate: 8},
 }

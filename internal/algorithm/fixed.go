@@ -14,7 +14,9 @@ package algorithm
 // (0 for none, or one long past): nothing departs before it, and a window
 // that starts before it counts as full, so a pause ending inside a window
 // holds the rest of that window too (the server that refused counts it
-// full).
+// full). A time within Edge of its window's end is no slot: the request
+// goes to the next window, where a server that counts it on arrival, a
+// transit after it leaves, would count it anyway.
 func FixedAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	t := max(floor, hold)
 	if hold > 0 && w.Start(t) < hold {
@@ -22,7 +24,7 @@ func FixedAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	}
 	for {
 		s := w.Start(t)
-		if c.Get(w, s)+cost <= w.Quota {
+		if t < s+w.Period-w.Edge && c.Get(w, s)+cost <= w.Quota {
 			return t
 		}
 		t = s + w.Period

@@ -68,6 +68,7 @@ func windowOf(b *store.Bucket) algorithm.Window {
 	w := algorithm.Window{Period: max(micros(b.Period), 1), Quota: b.Burst}
 	if b.Algorithm == store.FixedWindow {
 		w.Anchor = (int64(b.Anchor/time.Microsecond)%w.Period + w.Period) % w.Period
+		w.Edge = min(micros(max(b.Edge, 0)), w.Period-1)
 	}
 	return w
 }

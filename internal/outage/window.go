@@ -45,6 +45,7 @@ func newWindowLimiter(b *store.Bucket, share float64) *windowLimiter {
 	w := algorithm.Window{Period: max(ceilMicros(int64(b.Period)), 1)}
 	if b.Algorithm == store.FixedWindow {
 		w.Anchor = (int64(b.Anchor/time.Microsecond)%w.Period + w.Period) % w.Period
+		w.Edge = min(ceilMicros(int64(max(b.Edge, 0))), w.Period-1)
 	}
 	wl := &windowLimiter{alg: b.Algorithm, w: w}
 	wl.resize(b, share)

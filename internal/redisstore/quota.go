@@ -123,7 +123,7 @@ func quotaOf(b *store.Bucket, v string, now int64) (store.Quota, error) {
 		used := (fill + iv - 1) / iv
 		return store.Quota{Remaining: max(b.Burst-used, 0), Reset: time.Duration(fill) * time.Microsecond}, nil
 	}
-	w := algorithm.Window{Period: max(Micros(b.Period), 1), Quota: b.Burst, Anchor: anchorMicros(b)}
+	w := algorithm.Window{Period: max(Micros(b.Period), 1), Quota: b.Burst, Anchor: anchorMicros(b), Edge: edgeMicros(b)}
 	var at func(cost int64) int64
 	switch b.Algorithm {
 	case store.SlidingLog:

@@ -17,7 +17,7 @@
 -- ARGV[a+2]  floor: the earliest departure in µs after now (0 unless the
 --            request's buckets are split over several calls).
 -- Then each bucket's arguments, from j = a+3 on, 5 for a leaky or token
--- bucket (their bookings are alike; only pause.lua tells them apart), 7 for
+-- bucket (their bookings are alike; only pause.lua tells them apart), 8 for
 -- a window bucket, told apart by the sign of the first:
 --   leaky or token bucket: ARGV[j] … ARGV[j+4]: its rule interval in µs
 --            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance in
@@ -25,12 +25,13 @@
 --            bucket since it last reported them (≥ 0), added to the
 --            bucket's count while it is counted (see bucket.lua) and the
 --            request booked.
---   window bucket: ARGV[j] … ARGV[j+6]: minus its algorithm's code (see
+--   window bucket: ARGV[j] … ARGV[j+7]: minus its algorithm's code (see
 --            window.lua), its quota per window, cost (1 ≤ cost ≤ quota),
 --            the rule's interval Period/Rate in µs (what a cap compares
---            with), the units sent (as above), the window in µs and the
---            fixed window's anchor in µs (0 for the others). A window
---            bucket is booked at the departure, never deferred.
+--            with), the units sent (as above), the window in µs, and the
+--            fixed window's anchor and edge in µs (0 for the others; see
+--            algorithm.Window). A window bucket is booked at the
+--            departure, never deferred.
 -- A request of leaky and token buckets alone thus sends what it sent
 -- before the window algorithms, and the one-bucket fast path is the same.
 --
@@ -132,7 +133,7 @@ local function reserve(k, nk, a, na, now)
   for i = 1, nk do
     js[i] = j
     if ARGV[j] + 0 < 0 then
-      j = j + 7
+      j = j + 8
     else
       j = j + 5
     end
@@ -195,7 +196,7 @@ local function reserve(k, nk, a, na, now)
     end
     local alg, p, q, cost = -ARGV[j], ARGV[j + 5] + 0, ARGV[j + 1] + 0, ARGV[j + 2] + 0
     if alg == 2 then
-      return W.fixedAt(tats[i], p, q, ARGV[j + 6] + 0, t, e[3], cost)
+      return W.fixedAt(tats[i], p, q, ARGV[j + 6] + 0, ARGV[j + 7] + 0, t, e[3], cost)
     elseif alg == 4 then
       return W.counterAt(tats[i], p, q, t, e[3], cost)
     end

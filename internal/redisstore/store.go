@@ -172,6 +172,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 	return s
 }
 
+
 // FleetSize returns the live replicas the heartbeat counted, once the count
 // has settled, or 0 (before it has, or without a heartbeat).
 func (s *Store) FleetSize() int64 {
@@ -331,11 +332,11 @@ func spanMicros(d time.Duration, up bool) int64 {
 }
 
 // bucketArgs returns the number of reserve.lua's arguments for bucket b
-// (see its header): 7 for a window bucket, 5 for the others, as before
+// (see its header): 8 for a window bucket, 5 for the others, as before
 // there were window buckets.
 func bucketArgs(b *store.Bucket) int {
 	if b.Algorithm.Windowed() {
-		return 7
+		return 8
 	}
 	return 5
 }
@@ -361,6 +362,15 @@ func anchorMicros(b *store.Bucket) int64 {
 		a += p
 	}
 	return a
+}
+
+// edgeMicros returns a fixed window's edge in µs (store.Bucket.Edge, less
+// than its window), 0 for every other bucket.
+func edgeMicros(b *store.Bucket) int64 {
+	if b.Algorithm != store.FixedWindow || b.Edge <= 0 {
+		return 0
+	}
+	return min(Micros(b.Edge), Micros(b.Period)-1)
 }
 
 // key returns the Redis key of bucket b.
@@ -630,9 +640,9 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 		if b.Algorithm.Windowed() {
 			c.nums[j], c.nums[j+1], c.nums[j+2] = -int64(b.Algorithm), b.Burst, b.Cost
 			c.nums[j+3], c.nums[j+4] = Micros(b.Interval), b.Sent
-			c.nums[j+5], c.nums[j+6] = windowMicros(b), anchorMicros(b)
-			c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6])
-			j += 7
+			c.nums[j+5], c.nums[j+6], c.nums[j+7] = windowMicros(b), anchorMicros(b), edgeMicros(b)
+			c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6], &c.nums[j+7])
+			j += 8
 			continue
 		}
 		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(b.Interval), b.Burst, b.Cost

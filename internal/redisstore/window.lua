@@ -221,15 +221,15 @@ local function windowLib()
     redis.call('SET', key, table.concat(parts, ' '), 'PX', string.format('%d', math.ceil(math.max(last - now, 0) / 1000) + 1000))
   end
 
-  -- fixedAt is algorithm.FixedAt.
-  local function fixedAt(c, p, q, anchor, floor, hold, cost)
+  -- fixedAt is algorithm.FixedAt (edge is the Window's Edge).
+  local function fixedAt(c, p, q, anchor, edge, floor, hold, cost)
     local t = math.max(floor, hold)
     if hold > 0 and wstart(t, p, anchor) < hold then
       t = wstart(t, p, anchor) + p
     end
     while true do
       local s = wstart(t, p, anchor)
-      if countGet(c, p, s) + cost <= q then
+      if t < s + p - edge and countGet(c, p, s) + cost <= q then
         return t
       end
       t = s + p

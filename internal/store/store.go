@@ -180,6 +180,14 @@ type Bucket struct {
 	// that learns the server's reset instant R from its headers sets
 	// Anchor to R mod Period (any value is taken modulo Period).
 	Anchor time.Duration
+	// Edge is the span before each of a FixedWindow's windows ends in
+	// which the stores book nothing in that window: a request asked for
+	// there is booked in the next (algorithm.FixedAt). A request booked
+	// just before a boundary reaches the server after it, which counts it
+	// in the next window beside that window's whole quota. 0 for none;
+	// the stores take it below Period, and ignore it for the other
+	// algorithms.
+	Edge time.Duration
 }
 
 // Reservation is a store's answer to reserve. It owns its undo, as
