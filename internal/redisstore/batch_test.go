@@ -121,6 +121,7 @@ func TestBatchQueuedCallsShareAScriptCall(t *testing.T) {
 			srv := redistest.Start(t)
 			s, rdb := batchStore(t, srv, tc.ctxAware)
 			ctx := redisCtx(t)
+			<-s.warmed // its SCRIPT LOAD would otherwise race the flush
 			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -147,6 +147,14 @@ func (s strangeScripter) Do(ctx context.Context, _ ...any) *redis.Cmd {
 	return cmd
 }
 
+// ScriptLoad answers the store's warm-up (Store.warm) with an error, as
+// a Redis that refuses SCRIPT would.
+func (s strangeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
+	cmd := redis.NewStringCmd(ctx)
+	cmd.SetErr(errors.New("strangeScripter: no SCRIPT LOAD"))
+	return cmd
+}
+
 // TestRedisStrangeReplies checks that replies of an unexpected shape are
 // errors, never panics.
 func TestRedisStrangeReplies(t *testing.T) {
