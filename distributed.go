@@ -35,7 +35,12 @@ const defaultNamespace = "default"
 // rdb may be a single node, Sentinel or Cluster client (any
 // [redis.UniversalClient]); Redis 6.0 or later is needed (7 is tested). The
 // Transport never closes rdb: its owner does. A nil rdb is a configuration
-// error.
+// error. NewTransport loads the Transport's main scripts into Redis (every
+// master of a Cluster) on a goroutine that ends within a second: a fleet's
+// first requests then book without a script load in their round trip,
+// which would make them leave late and together. Redis need not be up
+// yet, and an ACL that refuses SCRIPT only leaves the load to the first
+// calls.
 //
 // Every Redis call is bounded by [WithRedisTimeout]; while Redis fails or
 // times out the Transport runs in its outage mode ([WithOutageMode]; by
