@@ -186,7 +186,7 @@ func New(rdb redis.UniversalClient, o Options) *Store {
 // booked after it, which leave on time: a fleet of four sent its burst of
 // 9 and the next two slots within 6 ms, one over the server's bucket of 10
 // (internal/algorithmtest's token cell, without the race detector: one
-// rejection 16-21 ms after the start in 10 runs of 10, 2026-12-07; none in
+// rejection 18-101 ms after the start in 10 runs of 10, 2026-12-07; none in
 // 6 runs with warm). A failed load (Redis not up yet, an ACL without
 // SCRIPT) changes nothing: the first calls load the script as before.
 func (s *Store) warm() {
