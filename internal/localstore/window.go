@@ -65,12 +65,8 @@ func micros(d time.Duration) int64 { return ceilMicros(int64(d)) }
 
 // windowOf returns the window of bucket b, in µs.
 func windowOf(b *store.Bucket) algorithm.Window {
-	w := algorithm.Window{Period: max(micros(b.Period), 1), Quota: b.Burst}
-	if b.Algorithm == store.FixedWindow {
-		w.Anchor = (int64(b.Anchor/time.Microsecond)%w.Period + w.Period) % w.Period
-		w.Edge = min(micros(max(b.Edge, 0)), w.Period-1)
-	}
-	return w
+	p, anchor, edge := b.WindowMicros()
+	return algorithm.Window{Period: p, Quota: b.Burst, Anchor: anchor, Edge: edge}
 }
 
 // windowLocked returns the state of window bucket b, made on first use.

@@ -42,12 +42,8 @@ type windowPart struct {
 }
 
 func newWindowLimiter(b *store.Bucket, share float64) *windowLimiter {
-	w := algorithm.Window{Period: max(ceilMicros(int64(b.Period)), 1)}
-	if b.Algorithm == store.FixedWindow {
-		w.Anchor = (int64(b.Anchor/time.Microsecond)%w.Period + w.Period) % w.Period
-		w.Edge = min(ceilMicros(int64(max(b.Edge, 0))), w.Period-1)
-	}
-	wl := &windowLimiter{alg: b.Algorithm, w: w}
+	p, anchor, edge := b.WindowMicros()
+	wl := &windowLimiter{alg: b.Algorithm, w: algorithm.Window{Period: p, Anchor: anchor, Edge: edge}}
 	wl.resize(b, share)
 	return wl
 }

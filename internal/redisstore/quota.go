@@ -123,7 +123,8 @@ func quotaOf(b *store.Bucket, v string, now int64) (store.Quota, error) {
 		used := (fill + iv - 1) / iv
 		return store.Quota{Remaining: max(b.Burst-used, 0), Reset: time.Duration(fill) * time.Microsecond}, nil
 	}
-	w := algorithm.Window{Period: max(Micros(b.Period), 1), Quota: b.Burst, Anchor: anchorMicros(b), Edge: edgeMicros(b)}
+	p, anchor, edge := b.WindowMicros()
+	w := algorithm.Window{Period: p, Quota: b.Burst, Anchor: anchor, Edge: edge}
 	var at func(cost int64) int64
 	switch b.Algorithm {
 	case store.SlidingLog:

@@ -379,29 +379,6 @@ func windowMicros(b *store.Bucket) int64 {
 	return Micros(b.Period)
 }
 
-// anchorMicros returns a fixed window's anchor in µs within [0, window),
-// 0 for every other bucket.
-func anchorMicros(b *store.Bucket) int64 {
-	if b.Algorithm != store.FixedWindow {
-		return 0
-	}
-	p := Micros(b.Period)
-	a := int64(b.Anchor/time.Microsecond) % p
-	if a < 0 {
-		a += p
-	}
-	return a
-}
-
-// edgeMicros returns a fixed window's edge in µs (store.Bucket.Edge, less
-// than its window), 0 for every other bucket.
-func edgeMicros(b *store.Bucket) int64 {
-	if b.Algorithm != store.FixedWindow || b.Edge <= 0 {
-		return 0
-	}
-	return min(Micros(b.Edge), Micros(b.Period)-1)
-}
-
 // key returns the Redis key of bucket b.
 func (s *Store) key(b *store.Bucket) string {
 	if s.tagPerKey {
@@ -669,7 +646,8 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 		if b.Algorithm.Windowed() {
 			c.nums[j], c.nums[j+1], c.nums[j+2] = -int64(b.Algorithm), b.Burst, b.Cost
 			c.nums[j+3], c.nums[j+4] = Micros(b.Interval), b.Sent
-			c.nums[j+5], c.nums[j+6], c.nums[j+7] = windowMicros(b), anchorMicros(b), edgeMicros(b)
+			_, c.nums[j+6], c.nums[j+7] = b.WindowMicros()
+			c.nums[j+5] = windowMicros(b)
 			c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4], &c.nums[j+5], &c.nums[j+6], &c.nums[j+7])
 			j += 8
 			continue

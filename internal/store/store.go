@@ -190,6 +190,29 @@ type Bucket struct {
 	Edge time.Duration
 }
 
+// WindowMicros returns a window bucket's window in µs (Period rounded up,
+// at least 1) and, for a FixedWindow, its Anchor within [0, window) and
+// its Edge, below the window, in µs; anchor and edge are 0 for the other
+// algorithms. Every store places windows by these, the Redis store's
+// scripts included, so that they agree to the microsecond.
+func (b *Bucket) WindowMicros() (period, anchor, edge int64) {
+	period = max(ceilMicros(b.Period), 1)
+	if b.Algorithm != FixedWindow {
+		return period, 0, 0
+	}
+	anchor = (int64(b.Anchor/time.Microsecond)%period + period) % period
+	edge = min(ceilMicros(max(b.Edge, 0)), period-1)
+	return period, anchor, edge
+}
+
+func ceilMicros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return us
+}
+
 // Reservation is a store's answer to reserve. It owns its undo, as
 // golang.org/x/time/rate's Reservation owns its limiter: cancel gives the
 // booking back in whichever store made it, so no store needs to tell from
