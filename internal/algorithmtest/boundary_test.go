@@ -40,20 +40,8 @@ func TestFleetFixedWindowStartsBeforeABoundary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rs := redistest.Start(t)
 			srv := fleettest.NewServer(t, fleettest.WithQuota(fleettest.Quota{Limit: c.rate, Window: time.Second, Kind: fleettest.FixedWindow, UnixAligned: true}))
-			cfg := fleettest.WorkerConfig{
-				URL:         srv.URL + "/api",
-				RedisAddrs:  []string{rs.Addr()},
-				Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-				Rules:       []fleettest.RuleConfig{{Name: "api", Rate: c.rate, Period: time.Second, Algorithm: "fixed"}},
-				Goroutines:  c.goroutines,
-				Duration:    2500 * time.Millisecond,
-				MaxAttempts: 1,
-			}
-			cfgs := make([]fleettest.WorkerConfig, c.workers)
-			for i := range cfgs {
-				cfgs[i] = cfg
-			}
-			fleet := fleettest.Start(t, cfgs...)
+			rule := fleettest.RuleConfig{Name: "api", Rate: c.rate, Period: time.Second, Algorithm: "fixed"}
+			fleet := fleettest.Start(t, algoFleet(t, srv, rs, rule, c.workers, c.goroutines, 2500*time.Millisecond, nil)...)
 			boundary := time.Now().Add(fleettest.StartDelay).Truncate(time.Second).Add(time.Second)
 			start := fleet.GoAt(boundary.Add(-c.before))
 			tot := fleettest.Totals(fleet.Wait())

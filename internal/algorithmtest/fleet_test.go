@@ -68,20 +68,8 @@ func TestFleetPerAlgorithm(t *testing.T) {
 func runAlgoCell(t *testing.T, c algoCell) string {
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, c.server)
-	cfg := fleettest.WorkerConfig{
-		URL:         srv.URL + "/api",
-		RedisAddrs:  []string{rs.Addr()},
-		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:       []fleettest.RuleConfig{{Name: "api", Rate: algoRate, Period: time.Second, Burst: c.burst, Algorithm: c.algorithm}},
-		Goroutines:  8,
-		Duration:    algoRun,
-		MaxAttempts: 1,
-		Dialects:    c.dialects,
-	}
-	cfgs := make([]fleettest.WorkerConfig, algoWorkers)
-	for i := range cfgs {
-		cfgs[i] = cfg
-	}
+	rule := fleettest.RuleConfig{Name: "api", Rate: algoRate, Period: time.Second, Burst: c.burst, Algorithm: c.algorithm}
+	cfgs := algoFleet(t, srv, rs, rule, algoWorkers, 8, algoRun, c.dialects)
 	res := fleettest.Run(t, cfgs...)
 	tot := fleettest.Totals(res.Summaries)
 	s := srv.Offset(res.Start)
@@ -105,13 +93,34 @@ func runAlgoCell(t *testing.T, c algoCell) string {
 			t.Logf("rejected %v after the start, at %s past the Unix second", a.At-s, time.Duration(srv.Epoch().Add(a.At).Nanosecond()))
 		}
 	}
-	if failed != 0 || cut > algoWorkers*cfg.Goroutines {
+	if failed != 0 || cut > algoWorkers*cfgs[0].Goroutines {
 		t.Errorf("%d requests failed, %d cut by the run's end: %v %v", failed, cut, tot.Errors, tot.Samples)
 	}
 	if use < 0.95 {
 		gate("use %.3f of the quota, want ≥ 0.95", use)
 	}
 	return fmt.Sprintf("%s | %d | %d | %d | %.3f", c.algorithm, tot.Sent, rejected, failed, use)
+}
+
+// algoFleet returns the configurations of a fleet of workers processes ×
+// goroutines that share rule through rs against srv for d, each request
+// tried once.
+func algoFleet(t *testing.T, srv *fleettest.Server, rs *redistest.Server, rule fleettest.RuleConfig, workers, goroutines int, d time.Duration, dialects []string) []fleettest.WorkerConfig {
+	cfg := fleettest.WorkerConfig{
+		URL:         srv.URL + "/api",
+		RedisAddrs:  []string{rs.Addr()},
+		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
+		Rules:       []fleettest.RuleConfig{rule},
+		Goroutines:  goroutines,
+		Duration:    d,
+		MaxAttempts: 1,
+		Dialects:    dialects,
+	}
+	cfgs := make([]fleettest.WorkerConfig, workers)
+	for i := range cfgs {
+		cfgs[i] = cfg
+	}
+	return cfgs
 }
 
 // gate returns how the cell enforces its gates: t.Errorf, or under the

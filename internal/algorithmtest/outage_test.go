@@ -56,19 +56,9 @@ const slidingLogOutageWhy = "without the race detector 1-5 rejections in the out
 func runAlgoOutageCell(t *testing.T, c algoCell) string {
 	rs := redistest.Start(t)
 	srv := fleettest.NewServer(t, c.server)
-	cfg := fleettest.WorkerConfig{
-		URL:         srv.URL + "/api",
-		RedisAddrs:  []string{rs.Addr()},
-		Namespace:   strings.ReplaceAll(t.Name(), "/", "-"),
-		Rules:       []fleettest.RuleConfig{{Name: "api", Rate: algoRate, Period: time.Second, Algorithm: c.algorithm}},
-		Goroutines:  8,
-		Duration:    algoBeforeKill + algoOutage + algoAfter,
-		MaxAttempts: 1,
-	}
-	cfgs := make([]fleettest.WorkerConfig, algoWorkers)
-	for i := range cfgs {
-		cfgs[i] = cfg
-	}
+	rule := fleettest.RuleConfig{Name: "api", Rate: algoRate, Period: time.Second, Algorithm: c.algorithm}
+	cfgs := algoFleet(t, srv, rs, rule, algoWorkers, 8, algoBeforeKill+algoOutage+algoAfter, nil)
+	cfg := cfgs[0]
 	fleet := fleettest.Start(t, cfgs...)
 	start := fleet.Go()
 	time.Sleep(time.Until(start.Add(algoBeforeKill)))
