@@ -48,7 +48,6 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 		}
 	}
 	const more = 10
-	began := time.Now()
 	for range more {
 		for _, tr := range trs {
 			send(tr)
@@ -61,11 +60,10 @@ func TestHeartbeatRidesOnReserve(t *testing.T) {
 	if calls["evalsha"] != requests || calls["eval"] > 1 {
 		t.Errorf("%d EVALSHA and %d EVAL for %d requests (commandstats %v)", calls["evalsha"], calls["eval"], requests, calls)
 	}
-	// Until its count settles a replica beats once per
-	// HeartbeatYoungEvery, and the requests above may have taken a few.
-	young := int(time.Since(began)/redisstore.HeartbeatYoungEvery) + 1
-	if z := calls["zadd"]; z < len(trs) || z > (young+1)*len(trs) {
-		t.Errorf("%d beats (ZADD) for %d replicas within %d young intervals", z, len(trs), young)
+	// The requests above took well under a second on any machine, but a
+	// slow one may have let a second beat fall due.
+	if z := calls["zadd"]; z < len(trs) || z > 2*len(trs) {
+		t.Errorf("%d beats (ZADD) for %d replicas within about a second", z, len(trs))
 	}
 	for _, tr := range trs {
 		if m := tr.Mode(); m != ModeShared {

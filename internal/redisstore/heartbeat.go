@@ -23,15 +23,6 @@ const (
 	// HeartbeatTTL is three intervals, so that one slow or lost beat does
 	// not make a busy replica vanish from its peers' count.
 	HeartbeatTTL = 3 * HeartbeatEvery
-	// HeartbeatYoungEvery is the interval between beats until the count
-	// settles (see heartbeat.size): a fleet's replicas start over some
-	// hundreds of ms and register one by one, and the server-feedback
-	// model's first window allows each peer counted so far one request
-	// it has not reported (feedback.Views.CountFleet). Counted once a
-	// second, a busy replica's first count held the peers that had
-	// registered before its first request, a few of seven, for its
-	// whole first second (docs/FEEDBACK.md, Known limits).
-	HeartbeatYoungEvery = HeartbeatEvery / 10
 )
 
 var (
@@ -55,14 +46,9 @@ type heartbeat struct {
 	every time.Duration
 	ttl   time.Duration
 
-	next atomic.Int64 // Unix ns (local clock) from which the next beat is due
-	live atomic.Int64 // replicas alive at the last beat; 0 before the first
-	// from is when the current run of counts began (Unix ns, local
-	// clock): the first count recorded, or the last that dropped; 0
-	// before any. settled is set once a count was recorded an interval
-	// after it (see size).
-	from    atomic.Int64
-	settled atomic.Bool
+	next  atomic.Int64 // Unix ns (local clock) from which the next beat is due
+	live  atomic.Int64 // replicas alive at the last beat; 0 before the first
+	beats atomic.Int64 // counts recorded so far
 }
 
 // newHeartbeat returns the heartbeat of a new replica under prefix
@@ -75,16 +61,11 @@ func newHeartbeat(prefix string, c Clock) *heartbeat {
 }
 
 // due reports whether the caller should beat now; it returns true to one
-// caller per interval: every, once the count has settled, and
-// HeartbeatYoungEvery until then.
+// caller per interval.
 func (h *heartbeat) due() bool {
 	next := h.next.Load()
 	t := h.clock.Now().UnixNano()
-	every := h.every
-	if !h.settled.Load() {
-		every = min(every, HeartbeatYoungEvery)
-	}
-	return t >= next && h.next.CompareAndSwap(next, t+int64(every))
+	return t >= next && h.next.CompareAndSwap(next, t+int64(h.every))
 }
 
 // args returns the ARGV of a beat after now: the id and the TTL in µs.
@@ -105,41 +86,33 @@ func (h *heartbeat) beat(ctx context.Context, rdb redis.Scripter, now any) (int6
 	return n, nil
 }
 
-// record remembers a count of live replicas returned by Redis. A count
-// recorded an interval or more after the run's first includes every peer
-// that has made a request since (peers beat at least once per interval
-// while they make requests): from it on the count has settled.
+// record remembers a count of live replicas returned by Redis. Beats are
+// at least one interval apart (due), so the second count recorded includes
+// every peer that has made a request since this replica's first beat.
 func (h *heartbeat) record(n int64) {
 	if n <= 0 {
 		return
 	}
-	t := h.clock.Now().UnixNano()
 	if prev := h.live.Swap(n); n < prev {
 		// A count that drops may be a Redis restarted with empty memory,
 		// where replicas re-register one by one (1, 2, 3…): trust it
-		// again only an interval later, as at start.
-		h.from.Store(t)
-		h.settled.Store(false)
+		// again only from the next beat, as at start.
+		h.beats.Store(1)
 		return
 	}
-	if h.from.CompareAndSwap(0, t) {
-		return
-	}
-	if t-h.from.Load() >= int64(h.every) {
-		h.settled.Store(true)
-	}
+	h.beats.Add(1)
 }
 
 // size returns the live replicas at the last beat, or 0 while no count can
-// be trusted yet: before the first beat, and until a count recorded an
-// interval after it, unless the count already reaches
-// store.DefaultFleetSize. An earlier count misses the peers that started
-// about when this replica did and had not beaten yet (when a fleet starts,
-// its replicas count 1, 2, 3, ... in turn). Until then the fallback
-// assumes store.DefaultFleetSize.
+// be trusted yet: before the first beat, and after it until the second
+// unless the first already exceeds store.DefaultFleetSize. A first count misses
+// the peers that started about when this replica did and had not beaten
+// yet (when a fleet starts, its replicas count 1, 2, 3, ... in turn);
+// peers beat once per interval, so the next count has them all. Until
+// then the fallback assumes store.DefaultFleetSize.
 func (h *heartbeat) size() int64 {
 	n := h.live.Load()
-	if !h.settled.Load() && n < store.DefaultFleetSize {
+	if h.beats.Load() < 2 && n < store.DefaultFleetSize {
 		return 0
 	}
 	return n

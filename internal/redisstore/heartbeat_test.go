@@ -76,41 +76,31 @@ func TestHeartbeatSurvivesRestartAndScriptFlush(t *testing.T) {
 	}
 }
 
-// TestHeartbeatSizeSettles checks which counts size trusts: none until a
-// count recorded an interval after the run's first (the first, or the last
-// that dropped), unless the count already reaches DefaultFleetSize.
+// TestHeartbeatSizeSettles checks which counts size trusts: none before a
+// second beat, unless the first is already above DefaultFleetSize.
 func TestHeartbeatSizeSettles(t *testing.T) {
-	const young, every = HeartbeatYoungEvery, HeartbeatEvery
-	type beat struct {
-		after time.Duration // since the previous count
-		n     int64
-	}
 	for _, tc := range []struct {
-		name  string
-		beats []beat
-		want  int64
+		name   string
+		counts []int64
+		want   int64
 	}{
 		{"no beat", nil, 0},
-		{"first beat of a starting fleet", []beat{{0, 1}}, 0},
-		{"first beat below the default", []beat{{0, store.DefaultFleetSize - 1}}, 0},
-		{"first beat at the default", []beat{{0, store.DefaultFleetSize}}, store.DefaultFleetSize},
-		{"first beat above the default", []beat{{0, 40}}, 40},
-		{"young beats within the interval", []beat{{0, 1}, {young, 3}, {young, 4}}, 0},
-		{"a beat an interval after the first", []beat{{0, 1}, {every, 4}}, 4},
-		{"young beats reaching the interval", []beat{{0, 1}, {every / 2, 3}, {every / 2, 4}}, 4},
+		{"first beat of a starting fleet", []int64{1}, 0},
+		{"first beat below the default", []int64{store.DefaultFleetSize - 1}, 0},
+		{"first beat at the default", []int64{store.DefaultFleetSize}, store.DefaultFleetSize},
+		{"first beat above the default", []int64{40}, 40},
+		{"second beat", []int64{1, 4}, 4},
 		// A drop may be a restarted Redis re-counting from 1: it is
-		// trusted again an interval after the drop.
-		{"a count that drops", []beat{{0, 4}, {every, 4}, {every, 2}}, 0},
-		{"a shrinking fleet, an interval on", []beat{{0, 4}, {every, 4}, {every, 2}, {every, 2}}, 2},
-		{"a restarted Redis re-counting", []beat{{0, 4}, {every, 4}, {every, 1}, {young, 2}}, 0},
-		{"a restarted Redis, an interval on", []beat{{0, 4}, {every, 4}, {every, 1}, {young, 2}, {every - young, 3}}, 3},
+		// trusted again from the next beat.
+		{"a count that drops", []int64{4, 4, 2}, 0},
+		{"a shrinking fleet, next beat", []int64{4, 4, 2, 2}, 2},
+		{"a restarted Redis re-counting", []int64{4, 4, 1}, 0},
+		{"a restarted Redis, next beat", []int64{4, 4, 1, 2}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := fakeclock.New(fbEpoch)
-			h := newHeartbeat("throttle:{x}:", clk)
-			for _, b := range tc.beats {
-				clk.Advance(b.after)
-				h.record(b.n)
+			h := newHeartbeat("throttle:{x}:", systemClock{})
+			for _, n := range tc.counts {
+				h.record(n)
 			}
 			if got := h.size(); got != tc.want {
 				t.Fatalf("size() = %d, want %d", got, tc.want)
@@ -119,8 +109,6 @@ func TestHeartbeatSizeSettles(t *testing.T) {
 	}
 }
 
-// TestHeartbeatDueOncePerInterval checks the beats' pace: one caller per
-// HeartbeatYoungEvery until the count settles, then one per interval.
 func TestHeartbeatDueOncePerInterval(t *testing.T) {
 	clk := fakeclock.New(fbEpoch)
 	h := newHeartbeat("throttle:{x}:", clk)
@@ -130,34 +118,11 @@ func TestHeartbeatDueOncePerInterval(t *testing.T) {
 	if h.due() {
 		t.Fatal("due twice at once")
 	}
-	h.record(1)
-	clk.Advance(HeartbeatYoungEvery - 1)
+	clk.Advance(h.every - 1)
 	if h.due() {
-		t.Fatal("due before the young interval")
+		t.Fatal("due before the interval")
 	}
 	clk.Advance(1)
-	if !h.due() {
-		t.Fatal("not due after the young interval while the count settles")
-	}
-	clk.Advance(h.every - HeartbeatYoungEvery)
-	if !h.due() {
-		t.Fatal("not due")
-	}
-	h.record(2)
-	if h.size() != 2 {
-		t.Fatalf("size() = %d after a count an interval on, want 2", h.size())
-	}
-	// The beat that settled it was scheduled the young interval on;
-	// from the next, one per interval.
-	clk.Advance(HeartbeatYoungEvery)
-	if !h.due() {
-		t.Fatal("the beat scheduled before the count settled is not due")
-	}
-	clk.Advance(HeartbeatYoungEvery)
-	if h.due() {
-		t.Fatal("due at the young interval after the count settled")
-	}
-	clk.Advance(h.every - HeartbeatYoungEvery)
 	if !h.due() {
 		t.Fatal("not due after the interval")
 	}
