@@ -120,9 +120,9 @@ func (t *Transport) heardPause(keys []string, d time.Duration) {
 // spending, scaled them to a window and sent 185-193 there where the rules
 // alone sent 196 (0.966-0.969 against 0.980, CI of 2026-12-06 and -07).
 // Assuming the default until the count settles, all busy+7idle cells
-// passed (steady 0.979-0.981, pause 0.978, outside 0.941-0.964; go test
-// -race -count=2 -p 1 -v -run 'TestMatrix/busy\+7idle_'
-// ./internal/feedbacktest/). A fresher count, the heartbeat beating every
+// passed in two batches of two runs (steady 0.979-0.981, pause
+// 0.977-0.979, outside 0.939-0.964; go test -race -count=2 -p 1 -v -run
+// 'TestMatrix/busy\+7idle_' ./internal/feedbacktest/). A fresher count, the heartbeat beating every
 // 100 ms until it settles, fixed these cells too but cost
 // internal/faulttest's 8x16 1000/s kill cell its use after the return
 // (mean 0.948 against 0.972 in ten runs), and was reverted. Assuming too
