@@ -7,7 +7,6 @@ import (
 
 	"github.com/throttlekit/throttle/header"
 	"github.com/throttlekit/throttle/internal/feedback"
-	"github.com/throttlekit/throttle/internal/redisstore"
 	"github.com/throttlekit/throttle/internal/store"
 )
 
@@ -106,33 +105,5 @@ func (t *Transport) heardPause(keys []string, d time.Duration) {
 	until := now.Add(d)
 	if held := t.queue.holdWaiting(keys, until); len(held) > 0 {
 		t.views.Paused(held, until.UnixNano(), now.UnixNano())
-	}
-}
-
-// fleetForFeedback returns the fleet size the server-feedback model counts
-// peers by (feedback.Views.CountFleet): the heartbeat's count once it has
-// settled, and store.DefaultFleetSize until then, as the outage store
-// assumes. The model's first window allows each peer one request it has
-// not reported; a count that has not settled holds only the peers that
-// beat before this replica's first beat. Counted by it, the busy replica
-// of internal/feedbacktest's busy+7idle cells read 1 peer of 7 through its
-// whole first second, took six idle peers' single requests for others'
-// spending, scaled them to a window and sent 185-193 there where the rules
-// alone sent 196 (0.966-0.969 against 0.980, CI of 2026-12-06 and -07).
-// Assuming the default until the count settles, all busy+7idle cells
-// passed in two batches of two runs (steady 0.979-0.981, pause
-// 0.977-0.979, outside 0.939-0.964; go test -race -count=2 -p 1 -v -run
-// 'TestMatrix/busy\+7idle_' ./internal/feedbacktest/). A fresher count, the heartbeat beating every
-// 100 ms until it settles, fixed these cells too but cost
-// internal/faulttest's 8x16 1000/s kill cell its use after the return
-// (mean 0.948 against 0.972 in ten runs), and was reverted. Assuming too
-// many peers costs little: the allowance holds in the first window only,
-// where it reads others' spending at most a request per assumed peer low.
-func fleetForFeedback(rs *redisstore.Store) func() int64 {
-	return func() int64 {
-		if n := rs.FleetSize(); n > 0 {
-			return n
-		}
-		return store.DefaultFleetSize
 	}
 }

@@ -129,7 +129,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			return t
 		}
 		t.store = os
-		t.views.CountFleet(fleetForFeedback(rs))
+		t.views.CountFleet(rs.Counted)
 		if !cfg.noFeedback {
 			t.pauses.watch = func() func() {
 				return rs.Watch(redisstore.Listener{Pause: t.heardPause, Stretch: t.heardStretch})
