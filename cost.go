@@ -9,21 +9,24 @@ import (
 
 // The correction of costs from the server's answers (Rule.ActualCost): a
 // request is booked at its estimate, and the difference from what its
-// answer says it cost goes to the store at once (store.Charger). A charge
-// always lands: it only delays the bookings that follow. A refund lands
-// only in a bucket with no request booked ahead of now, and never moves
-// the bucket's next free slot into the past: internal/localstore's
-// gcraCharge gives the measurement that set this. Booking the next
-// request cheaper instead, as a credit of this process, was measured too
-// and met rejections from a server that takes the requested cost up front
-// (as Shopify's GraphQL API does): a request booked below it leaves before
-// the server has room for it.
+// answer says it cost goes to the store at once (store.Charger), with the
+// booking's marks. A charge always lands: it only delays the bookings that
+// follow. A refund lands in the bucket's next free slot when no request is
+// booked ahead of now; in a bucket with a queue it becomes a credit of the
+// fleet's bucket, which the next request that would queue takes at once,
+// bounded by what the server can still hold (internal/localstore's
+// credit.go). Booking the next request cheaper instead, as a credit of
+// this process with no such bound, was measured and met rejections from a
+// server that takes the requested cost up front (as Shopify's GraphQL API
+// does): a request booked below it left before the server had room for
+// it.
 
 // chargeActual reads, for every bucket of bs whose rule reads its
 // requests' actual cost, what the response says the request cost, and
 // charges or refunds the difference from its estimate (bs[i].Cost) in the
-// store.
-func (t *Transport) chargeActual(ctx context.Context, bs []store.Bucket, resp *http.Response) {
+// store, with the bucket's mark from the reservation (marks, indexed as
+// bs; nil or short when the store gave none).
+func (t *Transport) chargeActual(ctx context.Context, bs []store.Bucket, marks []int64, resp *http.Response) {
 	if !t.actualCosts || resp == nil {
 		return
 	}
@@ -41,7 +44,11 @@ func (t *Transport) chargeActual(ctx context.Context, bs []store.Bucket, resp *h
 				// The correction concerns the fleet, not this request: it
 				// must land even if the caller gave up meanwhile. A failed
 				// one leaves the estimate.
-				_ = ch.Charge(context.WithoutCancel(ctx), bs[i], delta)
+				var mark int64
+				if i < len(marks) {
+					mark = marks[i]
+				}
+				_ = ch.Charge(context.WithoutCancel(ctx), bs[i], delta, mark)
 			}
 		}
 	}

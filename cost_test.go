@@ -82,3 +82,71 @@ func TestActualCostNeedsALimit(t *testing.T) {
 		t.Fatalf("err %v, want a *RuleError on ActualCost", err)
 	}
 }
+
+// TestActualCostRefundToAQueueIsACredit: a request refunded while another
+// waits in the queue leaves a credit, which the next request that would
+// queue takes at once; without the refund it would wait its turn.
+func TestActualCostRefundToAQueueIsACredit(t *testing.T) {
+	clk := fakeclock.New(epoch)
+	release := make(chan struct{})
+	arrived := make(chan string, 3)
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		arrived <- r.Header.Get("X-Name")
+		h := http.Header{}
+		if r.Header.Get("X-Name") == "a" {
+			<-release
+			h.Set("X-Cost", "1") // booked at 5: 4 back
+		}
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+	})
+	rule := throttle.Rule{
+		Name:  "points",
+		Limit: throttle.Limit{Rate: 10, Period: time.Second, Burst: 5},
+		Cost: func(r *http.Request) int {
+			if r.Method == http.MethodPost {
+				return 5
+			}
+			return 1
+		},
+		ActualCost: func(resp *http.Response) (int, bool) {
+			n, err := strconv.Atoi(resp.Header.Get("X-Cost"))
+			return n, err == nil
+		},
+	}
+	tr := mustNew(t, base, throttle.WithRules(rule), throttle.WithClock(clk), throttle.WithHeadroom(0))
+	send := func(name, method string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- roundTrip(tr, newReq(t, context.Background(), method, "http://x/", "X-Name", name))
+		}()
+		return done
+	}
+	a := send("a", http.MethodPost) // leaves at once: the burst
+	if got := <-arrived; got != "a" {
+		t.Fatalf("first to arrive: %q, want a", got)
+	}
+	b := send("b", http.MethodPost) // queues 500 ms behind a
+	clk.WaitTimers(1)
+	close(release)
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	// A GET would queue 600 ms (the bucket's TAT is 1 s ahead); the 4
+	// units a gave back leave it at once.
+	c := send("c", http.MethodGet)
+	select {
+	case got := <-arrived:
+		if got != "c" {
+			t.Fatalf("arrived %q, want c", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("c did not leave on the credit")
+	}
+	if err := <-c; err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if err := <-b; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -55,11 +55,12 @@ func testNamespace(t testing.TB) string {
 // decisionStep is one step of a sequence run through both stores.
 type decisionStep struct {
 	advance time.Duration // move the clock first
-	op      string        // "reserve", "refund", "pause" or "limit"
+	op      string        // "reserve", "refund", "pause", "limit" or "charge"
 	buckets []int         // indices into the case's buckets (reserve, pause)
 	costs   []int64       // per bucket; nil means 1 each
 	maxWait time.Duration // reserve
-	of      int           // refund: the step whose reservation to give back
+	of      int           // refund: the step whose reservation to give back; charge: whose mark to pass
+	units   int64         // charge: the units (< 0: a refund), on the step's first bucket
 	pause   time.Duration // pause
 	cap     store.Cap     // limit, on the step's first bucket
 	sent    []int64       // reserve: per bucket, the units reported sent (bucket.sent)
@@ -80,13 +81,16 @@ func redisStoreAt(rdb redis.UniversalClient, ns string, clk *fakeclock.Clock, op
 	return redisstore.New(rdb, o)
 }
 
-// decisionCases are sequences whose decisions the Redis store must share
-// with the local store (internal/localstore). Intervals are whole microseconds, so both agree exactly.
-var decisionCases = []struct {
+// decisionCase is a sequence of steps on some buckets.
+type decisionCase struct {
 	name    string
 	buckets []store.Bucket
 	steps   []decisionStep
-}{
+}
+
+// decisionCases are sequences whose decisions the Redis store must share
+// with the local store (internal/localstore). Intervals are whole microseconds, so both agree exactly.
+var decisionCases = []decisionCase{
 	{
 		name:    "burst then queue",
 		buckets: []store.Bucket{{Key: "a", Rule: "a", Interval: 10 * time.Millisecond, Burst: 3}},
@@ -250,6 +254,39 @@ var decisionCases = []struct {
 			{op: "reserve", buckets: []int{0}, maxWait: 2 * time.Second, sent: []int64{2}},
 		},
 	},
+	creditCase,
+}
+
+// creditCase holds both stores to the same credits (internal/localstore's
+// credit.go): a refund to a queue becomes a credit bounded by the refunded
+// request's mark, which the next one-bucket request that would queue takes
+// when it covers its cost at its lateness after now, which a charge pays
+// first, which lapses as the bucket refills, and which a pause holds back.
+var creditCase = decisionCase{
+	name:    "credit",
+	buckets: []store.Bucket{{Key: "p", Rule: "p", Interval: 10 * time.Millisecond, Burst: 5, Lateness: 10 * time.Millisecond, Corrected: true}},
+	steps: []decisionStep{
+		{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second, want: wait(0)},                      // 0: TAT +50ms
+		{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second, want: wait(50 * time.Millisecond)},  // 1: TAT +100ms
+		{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: time.Second, want: wait(100 * time.Millisecond)}, // 2: TAT +150ms
+		{advance: 2 * time.Millisecond, op: "charge", buckets: []int{0}, units: -3, of: 0},                              // credit 3, mark +50ms
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},                                         // 4: on credit, 2 left
+		{op: "reserve", buckets: []int{0}, costs: []int64{3}, maxWait: time.Second, want: wait(128 * time.Millisecond)}, // 5: 2 < 3: queues
+		{op: "charge", buckets: []int{0}, units: 1, of: 4},                                                              // paid by credit: 1 left
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},                                         // 7: on credit, none left
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(138 * time.Millisecond)},                    // 8: queues
+		{advance: 30 * time.Millisecond, op: "charge", buckets: []int{0}, units: -4, of: 1},                             // credit 4, mark +100ms
+		{advance: 40 * time.Millisecond, op: "reserve", buckets: []int{0}, costs: []int64{4}, maxWait: time.Second},     // 10: lapsed to 1 at +82ms
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(0)},                                         // 11: on credit
+		{op: "charge", buckets: []int{0}, units: -1, of: 11},                                                            // 12: back to the credit
+		{op: "pause", buckets: []int{0}, pause: 50 * time.Millisecond},
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second}, // 14: held: queues
+		{op: "refund", of: 4},                                                     // a credit booking gives nothing back
+		{op: "reserve", buckets: []int{0}, maxWait: 0},                            // 16: no credit within a pause
+		{advance: time.Second, op: "charge", buckets: []int{0}, units: -2, of: 2}, // a full bucket takes nothing
+		{op: "reserve", buckets: []int{0}, costs: []int64{5}, maxWait: 0, want: wait(0)},
+		{op: "reserve", buckets: []int{0}, maxWait: time.Second, want: wait(10 * time.Millisecond)},
+	},
 }
 
 // TestRedisStoreSameDecisionsAsLocal runs each sequence through the local store
@@ -328,6 +365,19 @@ func runDecisions(t *testing.T, rdb redis.UniversalClient, buckets []store.Bucke
 			}
 			if err := remote.Pause(ctx, bs, st.pause); err != nil {
 				t.Fatalf("step %d: redis pause: %v", i, err)
+			}
+		case "charge":
+			mark := func(r store.Reservation) int64 {
+				if len(r.Marks) == 0 {
+					return 0
+				}
+				return r.Marks[0]
+			}
+			if err := local.Charge(ctx, bs[0], st.units, mark(lres[st.of])); err != nil {
+				t.Fatalf("step %d: local charge: %v", i, err)
+			}
+			if err := remote.Charge(ctx, bs[0], st.units, mark(rres[st.of])); err != nil {
+				t.Fatalf("step %d: redis charge: %v", i, err)
 			}
 		case "limit":
 			if _, err := local.Limit(ctx, bs[0], st.cap); err != nil {

@@ -223,7 +223,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var start time.Time
 	var bo backoffState
 	for attempt := 1; ; attempt++ {
-		t.chargeActual(ctx, bs, resp)
+		t.chargeActual(ctx, bs, bk.Marks, resp)
 		sig, now := t.listen(ctx, bs, bk, resp, len(cs) > 0)
 		if len(cs) > 0 {
 			t.adaptLeases(ctx, cs, sig)
@@ -314,7 +314,7 @@ func (t *Transport) buckets(bs []store.Bucket, r *http.Request) ([]store.Bucket,
 		if cost > c.burst {
 			return nil, &RuleError{Rule: c.Name, Field: "Cost", Reason: "request costs more than the burst, so it can never be admitted"}
 		}
-		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm, Edge: c.edge})
+		bs = append(bs, store.Bucket{Key: c.bucketKey(r), Rule: c.Name, Interval: c.interval, Burst: c.burst, Cost: cost, Lateness: c.lateness, Corrected: c.ActualCost != nil, Rate: int64(c.Limit.Rate), Period: c.window, Headroom: c.headroom, Algorithm: c.algorithm, Edge: c.edge})
 		if c.anchored() {
 			bs[len(bs)-1].Anchor = c.anchors.get(bs[len(bs)-1].Key)
 		}
@@ -428,7 +428,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		// of 4 of TestFleetFixedWindowStartsBeforeABoundary's cell).
 		r.Wait += windowGuard(&bs[r.Limiter])
 	}
-	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts}
+	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts, Marks: r.Marks}
 	if r.Wait > 0 {
 		// The slots before this one were booked from the later of now
 		// and the end of a pause in force (the store books after it).

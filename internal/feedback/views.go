@@ -124,11 +124,14 @@ func NewViews() *Views { return &Views{views: make(map[string]*quotaView)} }
 // others' slots; the fleet sent at its buckets' pace from QueueFrom to
 // Depart (a pause told meanwhile sends the request back to book again, a
 // new Booking). The zero Booking is a request the model knows nothing of:
-// no departure, no queue, nothing counted.
+// no departure, no queue, nothing counted. Marks, the store's marks of the
+// booking (store.Reservation.Marks), rides along for the Transport's
+// correction of the request's cost; the model does not read it.
 type Booking struct {
 	Depart    int64
 	QueueFrom int64
 	Counts    []int64
+	Marks     []int64
 }
 
 // queueLen returns how long before its departure the request's slot was

@@ -88,8 +88,8 @@ func (a rateCap) intervalAt(iv, now int64, unitsPerSecond float64) int64 {
 // would leave on top of them: measured, a fleet refunded so met 5-8
 // rejections in 5 s from a strict server with twice the rule's burst that
 // the same fleet without refunds never met (internal/concurrencytest,
-// TestFleetActualCosts). A refund to a queue needs its waiters re-timed,
-// which the stores do not do.
+// TestFleetActualCosts). Store.Charge gives such a refund as a credit
+// instead (credit.go).
 func gcraCharge(tat, now, interval, burst, units int64) int64 {
 	if units >= 0 {
 		return store.SatAdd(max(tat, now), store.SatMul(interval, units))

@@ -34,20 +34,24 @@ type Store struct {
 	// wins holds the state of the window buckets (window.go), by key; a
 	// token bucket keeps its full instant in tats (see
 	// internal/algorithm's token.go).
-	wins  map[string]*windowState
-	sweep store.Sweeper
+	wins map[string]*windowState
+	// credits holds the credits of leaky and token buckets (credit.go),
+	// by key, while one is usable.
+	credits map[string]credit
+	sweep   store.Sweeper
 }
 
 // New returns an empty store that reads the time from c.
 func New(c Clock) *Store {
 	return &Store{
-		clock:  c,
-		tats:   make(map[string]int64),
-		caps:   make(map[string]rateCap),
-		counts: make(map[string]int64),
-		holds:  make(map[string]int64),
-		wins:   make(map[string]*windowState),
-		sweep:  store.NewSweeper(c.Now().UnixNano()),
+		clock:   c,
+		tats:    make(map[string]int64),
+		caps:    make(map[string]rateCap),
+		counts:  make(map[string]int64),
+		holds:   make(map[string]int64),
+		wins:    make(map[string]*windowState),
+		credits: make(map[string]credit),
+		sweep:   store.NewSweeper(c.Now().UnixNano()),
 	}
 }
 
@@ -113,13 +117,18 @@ func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duratio
 			depart, limiter = at, i
 		}
 	}
+	if len(bs) == 1 && bs[0].Corrected && depart > now && maxWait >= 0 && len(s.credits) > 0 && s.holds[bs[0].Key] <= now {
+		if r, ok := s.reserveOnCreditLocked(bs, now); ok {
+			return r
+		}
+	}
 	r := store.Reservation{Wait: time.Duration(depart - now), Limiter: limiter, Buckets: bs}
 	if r.Wait > maxWait {
 		return r
 	}
 	r.OK = true
 	u := newLocalBooking(s, bs)
-	r.Undo = u
+	r.Undo, r.Marks = u, u.booked
 	if len(s.caps) > 0 {
 		r.Counts = make([]int64, len(bs))
 	}
@@ -140,6 +149,35 @@ func (s *Store) reserveLocked(bs []store.Bucket, now int64, maxWait time.Duratio
 		}
 	}
 	return r
+}
+
+// reserveOnCreditLocked books the one bucket of bs, whose request would
+// queue, on its credit when that covers the request's cost: the request
+// leaves at once and the TAT stays (credit.go). Its mark is the credit's,
+// which bounds the room left after it as before it; and its undo gives
+// nothing back (prev = booked = mark), as a slot with others booked
+// behind it stays spent. s.mu must be held.
+func (s *Store) reserveOnCreditLocked(bs []store.Bucket, now int64) (store.Reservation, bool) {
+	b := bs[0]
+	iv := s.intervalLocked(b, now)
+	k, c := s.creditLocked(b.Key, now, iv)
+	// The credit must cover the cost still at the latest the request may
+	// reach the server: its lateness tolerance after now.
+	if c.usable(store.SatAdd(now, int64(b.Lateness)), iv) < b.Cost {
+		return store.Reservation{}, false
+	}
+	s.setCreditLocked(b.Key, credit{units: k - b.Cost, mark: c.mark}, now, iv)
+	u := newLocalBooking(s, bs)
+	u.prev[0], u.booked[0] = c.mark, c.mark
+	r := store.Reservation{OK: true, Buckets: bs, Undo: u, Marks: u.booked}
+	if len(s.caps) > 0 {
+		r.Counts = make([]int64, 1)
+		if s.cappedLocked(b.Key, now) {
+			s.counts[b.Key] += b.Sent
+			r.Counts[0] = s.counts[b.Key]
+		}
+	}
+	return r, true
 }
 
 // cappedLocked reports whether a cap is in force for key at now, dropping
@@ -319,6 +357,13 @@ func (s *Store) maybeSweep(now int64) {
 		}
 	}
 	s.wins = wins
+	credits := make(map[string]credit)
+	for k, c := range s.credits {
+		if c.mark > now {
+			credits[k] = c
+		}
+	}
+	s.credits = credits
 	s.sweep.Swept(len(live)+len(wins), now)
 }
 

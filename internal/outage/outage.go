@@ -592,13 +592,15 @@ func timedOut(cctx context.Context, timeout time.Duration, err error) error {
 
 var _ store.Charger = (*Store)(nil)
 
-// Charge passes a charge (or refund) to the shared bucket. During an
+// Charge passes a charge (or refund) to the shared bucket, with the
+// request's mark (a reservation booked locally has none: its refund gives
+// no credit). During an
 // outage a charge goes to this replica's local bucket instead, which
 // booked the request (the charge of a request booked before the switch is
 // then counted locally, which errs towards the limit), and a refund is
 // dropped: a rate.Limiter cannot be given back tokens outside the
 // reservation that took them.
-func (f *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
+func (f *Store) Charge(ctx context.Context, b store.Bucket, units, mark int64) error {
 	if !f.brk.closed() {
 		if f.outage == Fallback {
 			f.local.charge(f.clock.Now(), b, units, f.shareNow())
@@ -611,7 +613,7 @@ func (f *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 	}
 	start := f.clock.Now()
 	_, err := bounded(ctx, f.callTimeout(store.CallCharge), f.guard, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, c.Charge(ctx, b, units)
+		return struct{}{}, c.Charge(ctx, b, units, mark)
 	}, nil)
 	f.answered(store.CallCharge, err)
 	f.calledOne(ctx, "charge", b.Rule, start, err)

@@ -97,3 +97,56 @@ local function save(key, tat, a, now, hold, n)
   end
   redis.call('SET', key, v, 'PX', string.format('%d', math.ceil(math.max(last - now, 0) / 1000) + 1000))
 end
+
+-- A leaky or token bucket's credit lives beside it, at creditKey: the key
+-- with "throttle:" replaced by "throttle:c:" (as window.lua's envelope, in
+-- the bucket's Cluster slot). It holds "k e": k units of cost refunded
+-- while the bucket had requests booked ahead (charge.lua), usable at t as
+-- long as k ≤ (e − t) / interval, e being the latest mark (a booking's TAT
+-- after it) of a refunded request: see internal/localstore's credit.go for
+-- why that bound, and charge.lua and reserve.lua for its use.
+local function creditKey(key)
+  return 'throttle:c:' .. string.sub(key, 10)
+end
+
+-- lateness returns the lateness tolerance in µs that reserve.lua's
+-- argument x carries: x itself, or −1 − x for a bucket that can hold a
+-- credit (x < 0).
+local function lateness(x)
+  if x < 0 then
+    return -1 - x
+  end
+  return x
+end
+
+-- loadCredit returns key's credit as stored: its units and its mark (µs),
+-- or 0, 0 when there is none.
+local function loadCredit(key)
+  local v = redis.call('GET', creditKey(key))
+  if not v then
+    return 0, 0
+  end
+  local k, e = string.match(v, '^(%S+) (%S+)$')
+  return tonumber(k) or 0, tonumber(e) or 0
+end
+
+-- creditAt returns the units of a credit of k units and mark e that are
+-- whole at t for interval iv (µs): at most (e − t) / iv.
+local function creditAt(k, e, t, iv)
+  if e - t < iv then
+    return 0
+  end
+  return math.min(k, math.floor((e - t) / iv))
+end
+
+-- saveCredit writes key's credit of k units and mark e; it expires once it
+-- has lapsed, after e − iv. A credit of nothing is written as "0 0" for a
+-- millisecond rather than deleted: the ACL of REDIS.md grants no DEL.
+local function saveCredit(key, k, e, now, iv)
+  local ck = creditKey(key)
+  if k < 1 or e - now < iv then
+    redis.call('SET', ck, '0 0', 'PX', 1)
+    return
+  end
+  redis.call('SET', ck, string.format('%d %d', k, e), 'PX', string.format('%d', math.floor((e - iv - now) / 1000) + 1))
+end

@@ -18,8 +18,9 @@ var (
 var _ store.Charger = (*Store)(nil)
 
 // Charge books units more of cost in bucket b in Redis (see
-// store.Charger), one charge.lua call.
-func (s *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
+// store.Charger), one charge.lua call. mark is the request's
+// store.Reservation.Marks entry from this store, in µs of Redis's clock.
+func (s *Store) Charge(ctx context.Context, b store.Bucket, units, mark int64) error {
 	if units == 0 || b.Algorithm.Windowed() {
 		// A window bucket counts a request in the window it departed in,
 		// which a correction would have to find again: the root does not
@@ -28,6 +29,6 @@ func (s *Store) Charge(ctx context.Context, b store.Bucket, units int64) error {
 	}
 	limit := MaxSpanMicros / max(Micros(b.Interval), 1)
 	units = min(max(units, -limit), limit)
-	_, err := s.runScript(ctx, store.CallCharge, chargeScript, []string{s.key(&b)}, s.nowArg(), Micros(b.Interval), units, b.Burst)
+	_, err := s.runScript(ctx, store.CallCharge, chargeScript, []string{s.key(&b)}, s.nowArg(), Micros(b.Interval), units, b.Burst, max(mark, 0))
 	return err
 }

@@ -33,45 +33,45 @@ func TestRedisCharge(t *testing.T) {
 		}
 		return n
 	}
-	if err := s.Charge(ctx, b, 3); err != nil {
+	if err := s.Charge(ctx, b, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 30 {
 		t.Fatalf("charge of a new bucket: TAT now%+d, want now+30", got)
 	}
-	if err := s.Charge(ctx, b, 2); err != nil {
+	if err := s.Charge(ctx, b, 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 50 {
 		t.Errorf("charge of a queue: TAT now%+d, want now+50", got)
 	}
-	if err := s.Charge(ctx, b, -3); err != nil {
+	if err := s.Charge(ctx, b, -3, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 50 {
 		t.Errorf("refund of a bucket with requests booked ahead (TAT beyond a burst): TAT now%+d, want now+50", got)
 	}
 	now += 35 // TAT now+15: within a burst (2 × 10 µs), nothing booked ahead
-	if err := s.Charge(ctx, b, -1); err != nil {
+	if err := s.Charge(ctx, b, -1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 5 {
 		t.Errorf("refund: TAT now%+d, want now+5", got)
 	}
-	if err := s.Charge(ctx, b, -9); err != nil {
+	if err := s.Charge(ctx, b, -9, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 0 {
 		t.Errorf("refund past now: TAT now%+d, want now", got)
 	}
 	now += 1000
-	if err := s.Charge(ctx, b, -1); err != nil {
+	if err := s.Charge(ctx, b, -1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != -1000 {
 		t.Errorf("refund of a bucket with room: TAT now%+d, want unchanged", got)
 	}
-	if err := s.Charge(ctx, b, 1); err != nil {
+	if err := s.Charge(ctx, b, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := tat() - now; got != 10 {
@@ -80,7 +80,7 @@ func TestRedisCharge(t *testing.T) {
 	if err := s.Pause(ctx, []store.Bucket{b}, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Charge(ctx, b, 1); err != nil {
+	if err := s.Charge(ctx, b, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	held, err := s.Held(ctx, []store.Bucket{b})

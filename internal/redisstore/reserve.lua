@@ -20,8 +20,9 @@
 -- bucket (their bookings are alike; only pause.lua tells them apart), 8 for
 -- a window bucket, told apart by the sign of the first:
 --   leaky or token bucket: ARGV[j] … ARGV[j+4]: its rule interval in µs
---            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance in
---            µs (≥ 0), and the units of cost this replica sent in the
+--            (≥ 1), burst, cost (1 ≤ cost ≤ burst), lateness tolerance L in
+--            µs (≥ 0), or −1 − L when the bucket can hold a credit (its
+--            rule corrects costs: charge.lua), and the units of cost this replica sent in the
 --            bucket since it last reported them (≥ 0), added to the
 --            bucket's count while it is counted (see bucket.lua) and the
 --            request booked.
@@ -96,11 +97,27 @@ local function reserve(k, nk, a, na, now)
     local wait = depart - now
     local maxWait = ARGV[a + 1] + 0
     local held = hold and hold - now or 0
+    if wait > 0 and maxWait >= 0 and not hold and depart == at and ARGV[a + 6] + 0 < 0 then
+      -- A request that would queue takes the bucket's credit when it
+      -- covers its cost, and leaves at once (charge.lua): covers it still
+      -- at the latest the request may reach the server, its lateness
+      -- tolerance after now.
+      local ck, ce = loadCredit(key)
+      if creditAt(ck, ce, now + lateness(ARGV[a + 6] + 0), iv) >= cost then
+        saveCredit(key, creditAt(ck, ce, now, iv) - cost, ce, now, iv)
+        if ad then
+          n = n + ARGV[a + 7]
+          save(key, tat, ad, now, hold, n)
+          return string.format('1 0 0 0 %d %d %d', ce, ce, n)
+        end
+        return string.format('1 0 0 0 %d %d 0', ce, ce)
+      end
+    end
     if maxWait < 0 or wait > maxWait then
       return string.format('0 %d 0 %d', wait, held)
     end
     -- depart == at unless floor sets it: the usual case skips a conversion.
-    if depart ~= at and depart - at > ARGV[a + 6] + 0 then
+    if depart ~= at and depart - at > lateness(ARGV[a + 6] + 0) then
       return string.format('1 %d 0 %d 0 0 0', wait, held)
     end
     local booked = (tat > at and tat or at) + cost * iv
@@ -220,6 +237,21 @@ local function reserve(k, nk, a, na, now)
   end
   local wait = depart - now
   local maxWait = ARGV[a + 1] + 0
+  if n == 1 and not windows and wait > 0 and maxWait >= 0 and not holds[1] and depart == ats[1] and ARGV[js[1] + 3] + 0 < 0 then
+    -- As the one-bucket path above: the bucket's credit.
+    local key = KEYS[k + 1]
+    local ck, ce = loadCredit(key)
+    local cost = ARGV[js[1] + 2] + 0
+    if creditAt(ck, ce, now + lateness(ARGV[js[1] + 3] + 0), ivs[1]) >= cost then
+      saveCredit(key, creditAt(ck, ce, now, ivs[1]) - cost, ce, now, ivs[1])
+      local cnt = 0
+      if ads[1] then
+        cnt = ns[1] + ARGV[js[1] + 4]
+        save(key, tats[1], ads[1], now, holds[1], cnt)
+      end
+      return string.format('1 0 0%s 0 %d %d %d', head, ce, ce, cnt)
+    end
+  end
   if maxWait < 0 or wait > maxWait then
     return string.format('0 %d %d%s %d', wait, limiter, head, held)
   end
@@ -260,7 +292,7 @@ local function reserve(k, nk, a, na, now)
         W.saveEnv(W.envKey(key), e, now, p)
       end
       reply = reply .. string.format(' %d %d %d', prev, cost, e[2] and e[4] or 0)
-    elseif depart ~= ats[i] and depart - ats[i] > ARGV[j + 3] + 0 then
+    elseif depart ~= ats[i] and depart - ats[i] > lateness(ARGV[j + 3] + 0) then
       reply = reply .. ' 0 0 0'
     else
       local at = ats[i]

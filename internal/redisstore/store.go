@@ -549,7 +549,7 @@ func (s *Store) Reserve(ctx context.Context, bs []store.Bucket, maxWait time.Dur
 	}
 	r := store.Reservation{OK: g.ok, Wait: g.waitDuration(), Limiter: g.limiter, Buckets: bs, Held: g.heldDuration(), Queued: g.queued}
 	if g.ok {
-		r.Counts, r.Deferred, r.Undo = u.counts, u.deferred(), u
+		r.Counts, r.Deferred, r.Marks, r.Undo = u.counts, u.deferred(), u.booked, u
 	}
 	return r, nil
 }
@@ -653,7 +653,7 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 			continue
 		}
 		c.nums[j], c.nums[j+1], c.nums[j+2] = Micros(b.Interval), b.Burst, b.Cost
-		c.nums[j+3], c.nums[j+4] = spanMicros(b.Lateness, false), b.Sent
+		c.nums[j+3], c.nums[j+4] = latenessArg(b), b.Sent
 		c.add(&c.nums[j], &c.nums[j+1], &c.nums[j+2], &c.nums[j+3], &c.nums[j+4])
 		j += 5
 	}
@@ -689,6 +689,18 @@ func (s *Store) reserveGroup(ctx context.Context, q groupRequest, out bookedTATs
 	g, err := s.parseReserve(reply, bs, out, q.beat)
 	g.queued = queued
 	return g, err
+}
+
+// latenessArg is reserve.lua's lateness argument for leaky or token bucket
+// b: its lateness tolerance in µs, or −1 − that when the bucket can hold
+// a credit (Bucket.Corrected), so that the script looks for one only
+// then, in the argument it has (a credit costs the other buckets nothing).
+func latenessArg(b *store.Bucket) int64 {
+	l := spanMicros(b.Lateness, false)
+	if b.Corrected {
+		return -1 - l
+	}
+	return l
 }
 
 // parseReserve parses reserve.lua's reply for buckets bs; see reserveGroup.
@@ -941,7 +953,7 @@ func (s *Store) reserveSplit(ctx context.Context, bs []store.Bucket, groups [][]
 	}
 	return store.Reservation{
 		OK: true, Wait: microsDuration(depart), Limiter: limiter, Buckets: bs,
-		Held: microsDuration(held), Counts: u.counts, Deferred: u.deferred(), Undo: u,
+		Held: microsDuration(held), Counts: u.counts, Deferred: u.deferred(), Marks: u.booked, Undo: u,
 	}, nil
 }
 

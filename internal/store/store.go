@@ -158,6 +158,11 @@ type Bucket struct {
 	// Lateness is how late after its slot a waiter may still leave: the
 	// jitter the rule's headroom pays for (see the root's leaky.go).
 	Lateness time.Duration
+	// Corrected is set when the rule corrects its requests' costs from
+	// the server's answers (the root's Rule.ActualCost): only such a
+	// bucket can hold a credit (see Charger), which a request that would
+	// queue then looks for.
+	Corrected bool
 	// Rate per period is the rule's Limit as written, and headroom the
 	// rule's headroom: what internal/feedback reads the server's answers
 	// against.
@@ -259,6 +264,12 @@ type Reservation struct {
 	// outage mode (local share buckets, or fail open), which keeps no
 	// counts.
 	Unreported bool
+	// Marks holds, for each leaky or token bucket booked, the store's mark
+	// of this booking (the bucket's TAT after it, in the store's own time
+	// units), to pass to Charger.Charge with a correction of the request's
+	// cost; 0 for a bucket deferred or not marked. It may be nil: the
+	// charge then bounds nothing by the booking (no credit, see Charger).
+	Marks []int64
 	// Undo gives the booking back (see Cancel); nil when nothing was
 	// booked that could go back.
 	Undo Undo
@@ -398,11 +409,19 @@ func SatAdd(a, b int64) int64 {
 // Rule.ActualCost). The stores of this module implement it.
 type Charger interface {
 	// Charge books units more of cost (units > 0) in bucket b, from the
-	// store's now: the bucket's next free slot moves later by units, from
-	// now if the bucket had room. A negative units is a refund: the next
-	// free slot moves earlier by -units, never before now, and a bucket
-	// with room already gets nothing (its capacity for the past is gone).
+	// store's now: a credit the bucket holds (below) pays first, then the
+	// bucket's next free slot moves later by the rest, from now if the
+	// bucket had room. A negative units is a refund. A bucket with no
+	// request booked ahead of now takes it in its next free slot, earlier
+	// by -units, never before now; a bucket with room already gets
+	// nothing (its capacity for the past is gone). A bucket with requests
+	// booked ahead (a queue) takes it as a credit instead: room the server
+	// holds now and the queue's slots do not count, which the next request
+	// of the bucket that would wait takes at once, without moving the
+	// queue (docs/CONCURRENCY.md, "Credits"). The credit is bounded by
+	// mark, the request's Reservation.Marks entry, and lapses as the
+	// server's bucket refills to its capacity; a mark of 0 gives none.
 	// A window bucket (Algorithm.Windowed) is left as it is. An error
 	// means the store could not be told; the bucket keeps the estimate.
-	Charge(ctx context.Context, b Bucket, units int64) error
+	Charge(ctx context.Context, b Bucket, units, mark int64) error
 }
