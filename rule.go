@@ -86,7 +86,10 @@ type Rule struct {
 	// tell. The difference from Cost's estimate is then charged to the
 	// request's bucket, or refunded (never into the past: a refund frees
 	// capacity from now on, as if the units had never been spent), for the
-	// whole fleet. It is called once per response, before the Transport
+	// whole fleet. A refund to a bucket with requests queued becomes its
+	// credit, which the next request that would queue takes at once, for
+	// as long as the server's bucket can still hold it (see
+	// docs/CONCURRENCY.md, "Credits"). It is called once per response, before the Transport
 	// returns it, from concurrent goroutines; it may read the body if it
 	// puts back an equivalent one (see providers.ShopifyGraphQLCost), and
 	// must not keep the response. A cost below 1 counts as 1.
