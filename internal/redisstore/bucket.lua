@@ -150,3 +150,21 @@ local function saveCredit(key, k, e, now, iv)
   end
   redis.call('SET', ck, string.format('%d %d', k, e), 'PX', string.format('%d', math.floor((e - iv - now) / 1000) + 1))
 end
+
+-- takeCredit lets a request of cost that would queue in the bucket at key
+-- (interval iv in force, x its lateness argument to reserve.lua) take the
+-- bucket's credit (charge.lua): when the bucket can hold one (x < 0) and
+-- the credit covers the cost still at the latest the request may reach the
+-- server, its lateness after now, it spends the cost and returns the
+-- credit's mark, the request's own; otherwise nil.
+local function takeCredit(key, x, cost, iv, now)
+  if x >= 0 then
+    return nil
+  end
+  local k, e = loadCredit(key)
+  if creditAt(k, e, now + lateness(x), iv) < cost then
+    return nil
+  end
+  saveCredit(key, creditAt(k, e, now, iv) - cost, e, now, iv)
+  return e
+end

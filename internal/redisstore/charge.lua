@@ -45,7 +45,7 @@ else
     if mark > e then
       e = mark
     end
-    saveCredit(key, math.min(k - units, math.floor((e - now) / iv)), e, now, iv)
+    saveCredit(key, creditAt(k - units, e, now, iv), e, now, iv)
   end
   return tat
 end

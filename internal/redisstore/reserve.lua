@@ -97,20 +97,17 @@ local function reserve(k, nk, a, na, now)
     local wait = depart - now
     local maxWait = ARGV[a + 1] + 0
     local held = hold and hold - now or 0
-    if wait > 0 and maxWait >= 0 and not hold and depart == at and ARGV[a + 6] + 0 < 0 then
-      -- A request that would queue takes the bucket's credit when it
-      -- covers its cost, and leaves at once (charge.lua): covers it still
-      -- at the latest the request may reach the server, its lateness
-      -- tolerance after now.
-      local ck, ce = loadCredit(key)
-      if creditAt(ck, ce, now + lateness(ARGV[a + 6] + 0), iv) >= cost then
-        saveCredit(key, creditAt(ck, ce, now, iv) - cost, ce, now, iv)
+    if wait > 0 and maxWait >= 0 and not hold and depart == at then
+      -- A request that would queue leaves at once on the bucket's credit
+      -- when it covers its cost (bucket.lua's takeCredit).
+      local mark = takeCredit(key, ARGV[a + 6] + 0, cost, iv, now)
+      if mark then
         if ad then
           n = n + ARGV[a + 7]
           save(key, tat, ad, now, hold, n)
-          return string.format('1 0 0 0 %d %d %d', ce, ce, n)
+          return string.format('1 0 0 0 %d %d %d', mark, mark, n)
         end
-        return string.format('1 0 0 0 %d %d 0', ce, ce)
+        return string.format('1 0 0 0 %d %d 0', mark, mark)
       end
     end
     if maxWait < 0 or wait > maxWait then
@@ -237,19 +234,17 @@ local function reserve(k, nk, a, na, now)
   end
   local wait = depart - now
   local maxWait = ARGV[a + 1] + 0
-  if n == 1 and not windows and wait > 0 and maxWait >= 0 and not holds[1] and depart == ats[1] and ARGV[js[1] + 3] + 0 < 0 then
+  if n == 1 and not windows and wait > 0 and maxWait >= 0 and not holds[1] and depart == ats[1] then
     -- As the one-bucket path above: the bucket's credit.
     local key = KEYS[k + 1]
-    local ck, ce = loadCredit(key)
-    local cost = ARGV[js[1] + 2] + 0
-    if creditAt(ck, ce, now + lateness(ARGV[js[1] + 3] + 0), ivs[1]) >= cost then
-      saveCredit(key, creditAt(ck, ce, now, ivs[1]) - cost, ce, now, ivs[1])
+    local mark = takeCredit(key, ARGV[js[1] + 3] + 0, ARGV[js[1] + 2] + 0, ivs[1], now)
+    if mark then
       local cnt = 0
       if ads[1] then
         cnt = ns[1] + ARGV[js[1] + 4]
         save(key, tats[1], ads[1], now, holds[1], cnt)
       end
-      return string.format('1 0 0%s 0 %d %d %d', head, ce, ce, cnt)
+      return string.format('1 0 0%s 0 %d %d %d', head, mark, mark, cnt)
     end
   end
   if maxWait < 0 or wait > maxWait then
