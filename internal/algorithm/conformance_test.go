@@ -32,7 +32,7 @@ var conformanceBuckets = []store.Bucket{
 	{Key: "tb", Rule: "tb", Algorithm: store.TokenBucket, Interval: 150 * time.Millisecond, Burst: 2, Lateness: 150 * time.Millisecond, Period: 300 * time.Millisecond, Rate: 2},
 	{Key: "fw", Rule: "fw", Algorithm: store.FixedWindow, Interval: 200 * time.Millisecond, Burst: 5, Period: time.Second, Rate: 5, Anchor: 300 * time.Millisecond, Edge: 40 * time.Millisecond},
 	{Key: "sl", Rule: "sl", Algorithm: store.SlidingLog, Interval: 250 * time.Millisecond, Burst: 4, Period: time.Second, Rate: 4},
-	{Key: "sc", Rule: "sc", Algorithm: store.SlidingCounter, Interval: 125 * time.Millisecond, Burst: 8, Period: time.Second, Rate: 8},
+	{Key: "sc", Rule: "sc", Algorithm: store.SlidingCounter, Interval: 125 * time.Millisecond, Burst: 8, Period: time.Second, Rate: 8, Edge: 30 * time.Millisecond},
 }
 
 // traceStep is one step of a trace.

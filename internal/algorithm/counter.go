@@ -17,9 +17,19 @@ package algorithm
 //
 // All arithmetic is in integers: estimate + c ≤ Quota is
 // prev·(Period-e) + (cur+c)·Period ≤ Quota·Period, e = t-s.
+//
+// Edge, as for the fixed window (FixedAt), is the span before each
+// window's end in which nothing departs: a request that would leave there
+// reaches a server counting on arrival after the boundary, which counts it
+// in the new window at full weight while the estimate above has it in the
+// old one, whose weight falls through the window. n such requests leave
+// the estimate below the server's by n·e/Period, growing through the whole
+// next window (docs/ALGORITHMS.md, "the sliding counter's edge"). Booked in
+// the next window instead, they are counted where the server counts them.
 
-// CounterAt returns the earliest time ≥ floor (and ≥ c.Last) at which a
-// request of cost units (1 ≤ cost ≤ Quota) fits. hold is the end of a
+// CounterAt returns the earliest time ≥ floor (and ≥ c.Last), outside
+// every window's Edge, at which a request of cost units (1 ≤ cost ≤
+// Quota) fits. hold is the end of a
 // pause (0 for none): nothing departs before it, and every window that
 // starts before it counts as full, so that after the pause the estimate
 // falls from the quota as the full previous window slides out: the bucket
@@ -28,6 +38,10 @@ func CounterAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	t := max(floor, c.Last, hold)
 	for {
 		s := w.Start(t)
+		if t >= s+w.Period-w.Edge {
+			t = s + w.Period
+			continue
+		}
 		cur := c.Get(w, s)
 		if s < hold {
 			cur = w.Quota
@@ -48,9 +62,10 @@ func CounterAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 		if at := s + e; at > t {
 			t = at
 		}
-		if t < s+w.Period {
+		if t < s+w.Period-w.Edge {
 			return t
 		}
+		t = s + w.Period
 	}
 }
 

@@ -29,8 +29,9 @@
 --   window bucket: ARGV[j] … ARGV[j+7]: minus its algorithm's code (see
 --            window.lua), its quota per window, cost (1 ≤ cost ≤ quota),
 --            the rule's interval Period/Rate in µs (what a cap compares
---            with), the units sent (as above), the window in µs, and the
---            fixed window's anchor and edge in µs (0 for the others; see
+--            with), the units sent (as above), the window in µs, the
+--            fixed window's anchor in µs (0 for the others) and its or
+--            the sliding counter's edge in µs (0 for the sliding log; see
 --            algorithm.Window). A window bucket is booked at the
 --            departure, never deferred.
 -- A request of leaky and token buckets alone thus sends what it sent
@@ -212,7 +213,7 @@ local function reserve(k, nk, a, na, now)
     if alg == 2 then
       return W.fixedAt(tats[i], p, q, ARGV[j + 6] + 0, ARGV[j + 7] + 0, t, e[3], cost)
     elseif alg == 4 then
-      return W.counterAt(tats[i], p, q, t, e[3], cost)
+      return W.counterAt(tats[i], p, q, ARGV[j + 7] + 0, t, e[3], cost)
     end
     return W.logAt(KEYS[k + i], p, q, t, e[3], cost, now)
   end

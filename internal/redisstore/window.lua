@@ -236,8 +236,8 @@ local function windowLib()
     end
   end
 
-  -- counterAt is algorithm.CounterAt.
-  local function counterAt(c, p, q, floor, hold, cost)
+  -- counterAt is algorithm.CounterAt (edge is the Window's Edge).
+  local function counterAt(c, p, q, edge, floor, hold, cost)
     local t = math.max(floor, c[1], hold)
     while true do
       local s = wstart(t, p, 0)
@@ -245,7 +245,7 @@ local function windowLib()
       if s < hold then
         cur = q
       end
-      if cur + cost > q then
+      if t >= s + p - edge or cur + cost > q then
         t = s + p
       else
         local prev = countGet(c, p, s - p)
@@ -259,9 +259,10 @@ local function windowLib()
         if at > t then
           t = at
         end
-        if t < s + p then
+        if t < s + p - edge then
           return t
         end
+        t = s + p
       end
     end
   end

@@ -185,28 +185,31 @@ type Bucket struct {
 	// that learns the server's reset instant R from its headers sets
 	// Anchor to R mod Period (any value is taken modulo Period).
 	Anchor time.Duration
-	// Edge is the span before each of a FixedWindow's windows ends in
-	// which the stores book nothing in that window: a request asked for
-	// there is booked in the next (algorithm.FixedAt). A request booked
-	// just before a boundary reaches the server after it, which counts it
-	// in the next window beside that window's whole quota. 0 for none;
-	// the stores take it below Period, and ignore it for the other
-	// algorithms.
+	// Edge is the span before each of a FixedWindow's or SlidingCounter's
+	// windows ends in which the stores book nothing in that window: a
+	// request asked for there is booked in the next (algorithm.FixedAt,
+	// algorithm.CounterAt). A request booked just before a boundary
+	// reaches the server after it, which counts it in the next window (a
+	// fixed window's beside that window's whole quota, a sliding
+	// counter's at full weight). 0 for none; the stores take it below
+	// Period, and ignore it for the sliding log and the buckets.
 	Edge time.Duration
 }
 
 // WindowMicros returns a window bucket's window in µs (Period rounded up,
-// at least 1) and, for a FixedWindow, its Anchor within [0, window) and
-// its Edge, below the window, in µs; anchor and edge are 0 for the other
-// algorithms. Every store places windows by these, the Redis store's
-// scripts included, so that they agree to the microsecond.
+// at least 1), for a FixedWindow its Anchor within [0, window), and for a
+// FixedWindow or a SlidingCounter its Edge, below the window, in µs;
+// anchor is 0 for the other algorithms, edge 0 for the sliding log. Every
+// store places windows by these, the Redis store's scripts included, so
+// that they agree to the microsecond.
 func (b *Bucket) WindowMicros() (period, anchor, edge int64) {
 	period = max(ceilMicros(b.Period), 1)
-	if b.Algorithm != FixedWindow {
-		return period, 0, 0
+	if b.Algorithm == FixedWindow {
+		anchor = (int64(b.Anchor/time.Microsecond)%period + period) % period
 	}
-	anchor = (int64(b.Anchor/time.Microsecond)%period + period) % period
-	edge = min(ceilMicros(max(b.Edge, 0)), period-1)
+	if b.Algorithm == FixedWindow || b.Algorithm == SlidingCounter {
+		edge = min(ceilMicros(max(b.Edge, 0)), period-1)
+	}
 	return period, anchor, edge
 }
 
