@@ -162,22 +162,26 @@ func windowGuard(b *store.Bucket) time.Duration {
 	return guardOf(b.Period, b.Headroom)
 }
 
-// windowEdge returns a FixedWindow rule's store.Bucket.Edge: its guard
+// windowEdge returns a FixedWindow or SlidingCounter rule's store.Bucket.Edge: its guard
 // (windowGuard), at the other end of each window. A request booked in the
 // guard's span before a boundary reaches the server after it, a transit
 // and a wake-up later, and the server counts it in the next window beside
 // that window's whole quota, which the fleet books at its start: measured,
 // a fleet of four that started 8 ms before a Unix second met 6 rejections
 // within 9 ms after it (internal/algorithmtest, fixed/xrl-delta, without
-// the race detector), and TestFleetFixedWindowStartsBeforeABoundary's
+// the race detector), and TestFleetWindowStartsBeforeABoundary's
 // cells that start 15 ms before one met 1 (100/s) and 7 (20/s) at 9-30 ms
 // past it with the edge at 0, none with it. The stores book such a request in the next window
 // instead, where the server counts it too; a window's quota is then spent
-// in its span less the two guards. 0 for the other algorithms: a sliding
-// counter weighs a request that crosses a boundary about the same on
-// either side of it.
+// in its span less the two guards. A SlidingCounter rule's edge is the
+// same: a request that crosses a boundary weighs at full weight on the
+// server's side of it and at a falling weight on the rule's, and a fleet
+// that started 8-15 ms before a Unix second met 1-8 rejections spread over
+// its first window with the edge at 0 (TestFleetWindowStartsBeforeABoundary's
+// sliding-counter cells). 0 for the sliding log, whose longer window
+// (slidingLogWindow) does it, and the buckets.
 func windowEdge(a store.Algorithm, window time.Duration, headroom float64) time.Duration {
-	if a != store.FixedWindow {
+	if a != store.FixedWindow && a != store.SlidingCounter {
 		return 0
 	}
 	return guardOf(window, headroom)
