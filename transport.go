@@ -425,7 +425,7 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 		// would otherwise leave at once, before its window opened
 		// (measured: 2 of a fleet's first requests at 20/s reached the
 		// server in the last 15 ms of the window before theirs, in 1 run
-		// of 4 of TestFleetFixedWindowStartsBeforeABoundary's cell).
+		// of 4 of TestFleetWindowStartsBeforeABoundary's cell).
 		r.Wait += windowGuard(&bs[r.Limiter])
 	}
 	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts, Marks: r.Marks}
