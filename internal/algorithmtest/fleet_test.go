@@ -56,7 +56,7 @@ func TestFleetPerAlgorithm(t *testing.T) {
 		{"token", 9, fleettest.WithPoints(algoRate, time.Second, 10, func(*http.Request, int) fleettest.PointsCost { return fleettest.PointsCost{Actual: 1} }), nil, tokenStartRaceWhy, ""},
 		{"fixed", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.FixedWindow, UnixAligned: true}), nil, windowStartRaceWhy, ""},
 		{"sliding-log", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second}), nil, slidingLogRaceWhy, ""},
-		{"sliding-counter", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.SlidingCounter}), nil, windowStartRaceWhy, ""},
+		{"sliding-counter", 0, fleettest.WithQuota(fleettest.Quota{Limit: algoRate, Window: time.Second, Kind: fleettest.SlidingCounter}), nil, "", ""},
 	}
 	var rows []string
 	for _, c := range cells {
@@ -142,8 +142,12 @@ func failures(tot fleettest.Summary) (failed, cut int) {
 	return tot.ErrorCount() - cut, cut
 }
 
-// windowStartRaceWhy says why a fixed window's and a sliding counter's
-// cells are logged, not gated, under the race detector.
+// windowStartRaceWhy says why a fixed window's cells are logged, not
+// gated, under the race detector. The sliding counter's were too until
+// its edge (docs/ALGORITHMS.md, "The sliding counter's first boundary"),
+// the likely cause of its first-window rejections: with it, 0 rejections
+// in 3 race runs of its 11 fleet, header and boundary cells (2026-12-07),
+// and they gate; its outage cell still logs, for the outage's switch.
 const windowStartRaceWhy = "under the race detector a fleet of a window rule met rejections in its first window in two .ci/runs of three (3 in the sliding-counter cell, 4 in fixed/ietf, 0.3-0.5 s after the start) and none later; not yet proven, the likely cause is a replica whose first store calls outlast the timeout while the script loads and which, in the fallback for a moment, books its window share before the heartbeat has counted the fleet; without the detector 0 rejections in every run"
 
 // tokenStartRaceWhy says why the token bucket's cell is logged, not gated,
