@@ -181,7 +181,7 @@ func windowGuard(b *store.Bucket) time.Duration {
 // sliding-counter cells). 0 for the sliding log, whose longer window
 // (slidingLogWindow) does it, and the buckets.
 func windowEdge(a store.Algorithm, window time.Duration, headroom float64) time.Duration {
-	if a != store.FixedWindow && a != store.SlidingCounter {
+	if !a.Edged() {
 		return 0
 	}
 	return guardOf(window, headroom)

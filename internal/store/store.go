@@ -148,6 +148,11 @@ const (
 // windows.
 func (a Algorithm) Windowed() bool { return a >= FixedWindow }
 
+// Edged reports whether a counts a request in the window it departs in
+// (the fixed window, the sliding counter), so that its buckets keep an
+// Edge before each window's end (see Bucket.Edge).
+func (a Algorithm) Edged() bool { return a == FixedWindow || a == SlidingCounter }
+
 // Bucket is one Bucket a request needs, with the parameters of its rule.
 type Bucket struct {
 	Key      string        // unique within a Transport: the rule name, then the hashed partition key
@@ -207,7 +212,7 @@ func (b *Bucket) WindowMicros() (period, anchor, edge int64) {
 	if b.Algorithm == FixedWindow {
 		anchor = (int64(b.Anchor/time.Microsecond)%period + period) % period
 	}
-	if b.Algorithm == FixedWindow || b.Algorithm == SlidingCounter {
+	if b.Algorithm.Edged() {
 		edge = min(ceilMicros(max(b.Edge, 0)), period-1)
 	}
 	return period, anchor, edge
