@@ -142,44 +142,48 @@ func slidingLogWindow(l Limit, headroom float64) time.Duration {
 	return l.Period + guardOf(l.Period, headroom)
 }
 
-// windowGuard is how long after its slot a request waiting for a fixed
-// window's or a sliding counter's room leaves: the rule's headroom of its
-// window, at most maxWindowGuard; 0 for the leaky and token buckets and
-// the sliding log. A window's slot is an
-// instant in the fleet's clock (Redis's) where the server's count changes
-// (a fixed window's start, the moment the oldest request of a sliding
-// window leaves it), and the server's clock and the wait's estimate (half
-// the store call's round trip, see acquireOnce) are off by an unknown
-// amount: a request that leaves 12 µs before its window starts is counted
-// in the full window before it and rejected (measured: one rejection a run
-// at a window of 1 s, internal/algorithmtest's fixed cell, before the
-// guard). A leaky or token bucket has a burst and lateness for that.
-func windowGuard(b *store.Bucket) time.Duration {
-	if !b.Algorithm.Windowed() || b.Algorithm == store.SlidingLog {
-		// A sliding log's longer window does it (slidingLogWindow).
-		return 0
-	}
-	return guardOf(b.Period, b.Headroom)
-}
-
-// windowEdge returns a FixedWindow or SlidingCounter rule's store.Bucket.Edge: its guard
-// (windowGuard), at the other end of each window. A request booked in the
-// guard's span before a boundary reaches the server after it, a transit
-// and a wake-up later, and the server counts it in the next window beside
-// that window's whole quota, which the fleet books at its start: measured,
-// a fleet of four that started 8 ms before a Unix second met 6 rejections
-// within 9 ms after it (internal/algorithmtest, fixed/xrl-delta, without
-// the race detector), and TestFleetWindowStartsBeforeABoundary's
-// cells that start 15 ms before one met 1 (100/s) and 7 (20/s) at 9-30 ms
-// past it with the edge at 0, none with it. The stores book such a request in the next window
-// instead, where the server counts it too; a window's quota is then spent
-// in its span less the two guards. A SlidingCounter rule's edge is the
-// same: a request that crosses a boundary weighs at full weight on the
-// server's side of it and at a falling weight on the rule's, and a fleet
-// that started 8-15 ms before a Unix second met 1-8 rejections spread over
-// its first window with the edge at 0 (TestFleetWindowStartsBeforeABoundary's
-// sliding-counter cells). 0 for the sliding log, whose longer window
-// (slidingLogWindow) does it, and the buckets.
+// windowEdge returns a FixedWindow or SlidingCounter rule's
+// store.Bucket.Edge: the rule's headroom of its window, at most
+// maxWindowGuard, kept free of slots at both ends of each window (see
+// algorithm.FixedAt); 0 for the sliding log, whose longer window
+// (slidingLogWindow) does it, and the buckets, whose burst and lateness
+// do. A window's boundary is an instant in the fleet's clock (Redis's)
+// where the server's count changes, and the server's clock, the wait's
+// estimate (half the store call's round trip, see acquireOnce) and the
+// transit are off by an unknown amount.
+//
+// At a window's start: a request that leaves 12 µs before its window
+// starts is counted in the full window before it and rejected (measured:
+// one rejection a run at a window of 1 s, internal/algorithmtest's fixed
+// cell, with no edge there; 2 of a fleet's first requests at 20/s reached
+// the server in the last 15 ms of the window before theirs, in 1 run of 4
+// of TestFleetWindowStartsBeforeABoundary's cell, when it counted from
+// the store's slot rather than the slot as reckoned here).
+//
+// At its end: a request booked in the edge's span before a boundary
+// reaches the server after it, a transit and a wake-up later, and the
+// server counts it in the next window beside that window's whole quota,
+// which the fleet books at its start: measured, a fleet of four that
+// started 8 ms before a Unix second met 6 rejections within 9 ms after it
+// (internal/algorithmtest, fixed/xrl-delta, without the race detector),
+// and TestFleetWindowStartsBeforeABoundary's cells that start 15 ms before
+// one met 1 (100/s) and 7 (20/s) at 9-30 ms past it with no edge there.
+// The stores book such a request in the next window instead, where the
+// server counts it too; a window's quota is then spent in its span less
+// the two edges. A SlidingCounter rule's edge is the same: a request that
+// crosses a boundary weighs at full weight on the server's side of it and
+// at a falling weight on the rule's, and a fleet that started 8-15 ms
+// before a Unix second met 1-8 rejections spread over its first window
+// with no edge there (TestFleetWindowStartsBeforeABoundary's
+// sliding-counter cells).
+//
+// The edge at a window's start was the Transport's guard before
+// 2026-12-07: a waiter left the guard after its slot, which kept a fixed
+// window's waiters (slotted at a window's start) off the boundary but
+// moved a sliding counter's mid-window slots, spread through the window,
+// into the end's edge: those in the last two edges of a window left in
+// its last, which at a saturated 100/s is about the 2 units of the
+// quota's headroom every window (see docs/ALGORITHMS.md).
 func windowEdge(a store.Algorithm, window time.Duration, headroom float64) time.Duration {
 	if !a.Edged() {
 		return 0
@@ -193,6 +197,6 @@ func guardOf(p time.Duration, headroom float64) time.Duration {
 	return min(time.Duration(headroom*float64(p)), maxWindowGuard)
 }
 
-// maxWindowGuard bounds windowGuard: a second covers any clock skew NTP
+// maxWindowGuard bounds a window's edge: a second covers any clock skew NTP
 // leaves between hosts, and an hourly window does not wait 72 s.
 const maxWindowGuard = time.Second

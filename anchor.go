@@ -25,8 +25,8 @@ import (
 //
 // Only rules of a Period of a minute or more learn an anchor: a reset
 // read to the second places a window of a minute to within a sixtieth of
-// it, and the guard before a window's first request (windowGuard, up to a
-// second) covers the error; a window of a few seconds would be placed
+// it, and the edge at a window's start (windowEdge, up to a second)
+// covers the error; a window of a few seconds would be placed
 // anywhere.
 
 // minAnchoredPeriod is the shortest Period of a FixedWindow rule that

@@ -19,7 +19,8 @@ import (
 // from now, not on the hour. From its first answer the rule's windows are
 // aligned to that reset: the request after the window's 98 waits the 600 s
 // to the server's reset, not the 2,800 s to the next Unix hour; without
-// the server's reset, the hour.
+// the server's reset, the hour. Both wait the window's edge beyond (1 s,
+// its cap: see windowEdge).
 func TestFixedWindowLearnsTheServersReset(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0) // 800 s past a Unix hour
 	for _, tc := range []struct {
@@ -27,8 +28,8 @@ func TestFixedWindowLearnsTheServersReset(t *testing.T) {
 		reset bool
 		want  time.Duration
 	}{
-		{"reset named", true, 600 * time.Second},
-		{"no reset", false, 2800 * time.Second},
+		{"reset named", true, 601 * time.Second},
+		{"no reset", false, 2801 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := fakeclock.New(start)

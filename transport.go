@@ -408,7 +408,6 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 	// the call, in this process: no reply to wait for, and no second
 	// reading of the clock (a tenth of the request's cost on some VMs).
 	now := sent
-	waits := r.Wait > 0 // as the store decided
 	if _, inProcess := t.store.(*localstore.Store); !inProcess {
 		now = t.clock.Now()
 		rtt := now.Sub(sent)
@@ -417,16 +416,6 @@ func (t *Transport) acquireOnce(ctx context.Context, bs []store.Bucket, mayBeLat
 	}
 	if !r.OK {
 		return feedback.Booking{}, waitError(&r, budget, reason)
-	}
-	if waits {
-		// The guard counts from the slot as reckoned here, even one that
-		// the reckoning puts in the past: a request the store made wait
-		// for a window's room, by less than half the call's round trip,
-		// would otherwise leave at once, before its window opened
-		// (measured: 2 of a fleet's first requests at 20/s reached the
-		// server in the last 15 ms of the window before theirs, in 1 run
-		// of 4 of TestFleetWindowStartsBeforeABoundary's cell).
-		r.Wait += windowGuard(&bs[r.Limiter])
 	}
 	bk := feedback.Booking{Depart: now.Add(max(r.Wait, 0)).UnixNano(), Counts: r.Counts, Marks: r.Marks}
 	if r.Wait > 0 {

@@ -18,17 +18,23 @@ package algorithm
 // All arithmetic is in integers: estimate + c ≤ Quota is
 // prev·(Period-e) + (cur+c)·Period ≤ Quota·Period, e = t-s.
 //
-// Edge, as for the fixed window (FixedAt), is the span before each
-// window's end in which nothing departs: a request that would leave there
+// Edge, as for the fixed window (FixedAt), is the span at either end of
+// each window in which nothing departs. At its end: a request that would leave there
 // reaches a server counting on arrival after the boundary, which counts it
 // in the new window at full weight while the estimate above has it in the
 // old one, whose weight falls through the window. n such requests leave
 // the estimate below the server's by n·e/Period, growing through the whole
 // next window (docs/ALGORITHMS.md, "the sliding counter's edge"). Booked in
 // the next window instead, they are counted where the server counts them.
+// At its start: a server whose clock lags the fleet's counts a request
+// that leaves there in the window before, whose count is whole there.
+// A slot inside a window is where the estimate falls far enough, and the
+// estimate falls by at most Quota/Period a unit of time: a server off by
+// less than the headroom of a Period sees the same room, so such a slot
+// needs no edge of its own.
 
 // CounterAt returns the earliest time ≥ floor (and ≥ c.Last), outside
-// every window's Edge, at which a request of cost units (1 ≤ cost ≤
+// both Edges of every window, at which a request of cost units (1 ≤ cost ≤
 // Quota) fits. hold is the end of a
 // pause (0 for none): nothing departs before it, and every window that
 // starts before it counts as full, so that after the pause the estimate
@@ -38,6 +44,7 @@ func CounterAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	t := max(floor, c.Last, hold)
 	for {
 		s := w.Start(t)
+		t = max(t, s+w.Edge)
 		if t >= s+w.Period-w.Edge {
 			t = s + w.Period
 			continue

@@ -14,9 +14,12 @@ package algorithm
 // (0 for none, or one long past): nothing departs before it, and a window
 // that starts before it counts as full, so a pause ending inside a window
 // holds the rest of that window too (the server that refused counts it
-// full). A time within Edge of its window's end is no slot: the request
-// goes to the next window, where a server that counts it on arrival, a
-// transit after it leaves, would count it anyway.
+// full). A time within Edge of either end of its window is no slot: one in
+// the window's last Edge goes to the next window, where a server that
+// counts it on arrival, a transit after it leaves, would count it anyway,
+// and one in its first Edge waits for its end, where a server whose clock
+// lags the fleet's by less than Edge counts it in this window too, not in
+// the one before (which may be full).
 func FixedAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	t := max(floor, hold)
 	if hold > 0 && w.Start(t) < hold {
@@ -24,6 +27,7 @@ func FixedAt(w Window, c *Counts, floor, hold, cost int64) int64 {
 	}
 	for {
 		s := w.Start(t)
+		t = max(t, s+w.Edge)
 		if t < s+w.Period-w.Edge && c.Get(w, s)+cost <= w.Quota {
 			return t
 		}

@@ -3,9 +3,10 @@ package algorithm
 // Window is the shape of a window algorithm's bucket: Quota units of cost
 // per Period, windows starting at Anchor + k·Period (the sliding log and
 // the sliding counter keep Anchor 0). Period and Quota are at least 1.
-// Edge, for a fixed window or a sliding counter, is the span before each
-// window's end in which nothing is booked in that window (see FixedAt and
-// CounterAt); 0 for none, less than Period, and 0 for the sliding log.
+// Edge, for a fixed window or a sliding counter, is the span at either
+// end of each window in which nothing is booked in that window (see
+// FixedAt and CounterAt); 0 for none, less than Period/2, and 0 for the
+// sliding log.
 type Window struct {
 	Period int64
 	Quota  int64

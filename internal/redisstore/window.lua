@@ -229,6 +229,7 @@ local function windowLib()
     end
     while true do
       local s = wstart(t, p, anchor)
+      t = math.max(t, s + edge)
       if t < s + p - edge and countGet(c, p, s) + cost <= q then
         return t
       end
@@ -241,6 +242,7 @@ local function windowLib()
     local t = math.max(floor, c[1], hold)
     while true do
       local s = wstart(t, p, 0)
+      t = math.max(t, s + edge)
       local cur = countGet(c, p, s)
       if s < hold then
         cur = q

@@ -190,14 +190,17 @@ type Bucket struct {
 	// that learns the server's reset instant R from its headers sets
 	// Anchor to R mod Period (any value is taken modulo Period).
 	Anchor time.Duration
-	// Edge is the span before each of a FixedWindow's or SlidingCounter's
-	// windows ends in which the stores book nothing in that window: a
-	// request asked for there is booked in the next (algorithm.FixedAt,
-	// algorithm.CounterAt). A request booked just before a boundary
-	// reaches the server after it, which counts it in the next window (a
-	// fixed window's beside that window's whole quota, a sliding
-	// counter's at full weight). 0 for none; the stores take it below
-	// Period, and ignore it for the sliding log and the buckets.
+	// Edge is the span at either end of each of a FixedWindow's or
+	// SlidingCounter's windows in which the stores book nothing in that
+	// window (algorithm.FixedAt, algorithm.CounterAt): a request asked
+	// for in a window's last Edge is booked in the next, one asked for in
+	// its first Edge at that Edge's end. A request booked just before a
+	// boundary reaches the server after it, which counts it in the next
+	// window (a fixed window's beside that window's whole quota, a
+	// sliding counter's at full weight); one booked just after it reaches
+	// a server whose clock lags the fleet's before it, in a window the
+	// fleet may have filled. 0 for none; the stores take it below half
+	// the Period, and ignore it for the sliding log and the buckets.
 	Edge time.Duration
 }
 
@@ -213,7 +216,9 @@ func (b *Bucket) WindowMicros() (period, anchor, edge int64) {
 		anchor = (int64(b.Anchor/time.Microsecond)%period + period) % period
 	}
 	if b.Algorithm.Edged() {
-		edge = min(ceilMicros(max(b.Edge, 0)), period-1)
+		// Below half the window, so that a window keeps a slot between
+		// its two edges.
+		edge = min(ceilMicros(max(b.Edge, 0)), (period-1)/2)
 	}
 	return period, anchor, edge
 }
