@@ -59,8 +59,9 @@ func newLeakyBucket(l Limit, headroom float64) leakyBucket {
 // leaky bucket's for LeakyBucket and TokenBucket (the token bucket runs
 // the same maths, see algorithm.go), and for a window algorithm the
 // window's quota (Rate less the headroom, see windowQuota) as the burst,
-// with the leaky bucket's interval and lateness, which the Transport's
-// waiters and a feedback cap read.
+// with the leaky bucket's interval and lateness (at most half an edge, for
+// a window with edges), which the Transport's waiters and a feedback cap
+// read.
 func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 	if !a.windowed() {
 		return newLeakyBucket(l, headroom)
@@ -70,7 +71,20 @@ func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 		// Its headroom is in its window instead (slidingLogWindow).
 		l.Burst = l.Rate
 	}
-	return newLeakyBucket(l, headroom)
+	lb := newLeakyBucket(l, headroom)
+	if e := windowEdge(a.storeAlgorithm(), l.Period, headroom); e > 0 {
+		// A window with edges keeps every slot an edge from its end, for
+		// the transit and the clocks' skew; a waiter late by more than
+		// that would reach the server in the next window, which counts it
+		// beside its whole quota (a fixed window) or at full weight (a
+		// sliding counter). The lateness gets half, as latenessFor's
+		// model shares the headroom. A sliding counter's waiters are
+		// slotted anywhere in the window, up to its last edge; at low
+		// rates an interval (51 ms at 20/s) is more than the edge (20 ms
+		// of a 1 s window).
+		lb.lateness = min(lb.lateness, e/2)
+	}
+	return lb
 }
 
 // interval returns the emission interval of l with the given headroom: the
@@ -86,7 +100,7 @@ func (l Limit) interval(headroom float64) time.Duration {
 
 // latenessFor returns how late after its slot a waiter of a rule may still
 // leave: the longer of one interval and half the rule's headroom of its
-// Period. A request late by up to one interval can share a moment with the
+// Period (for a window with edges, at most half an edge: see newBucket). A request late by up to one interval can share a moment with the
 // next slot, one request over the bucket's bound at most, which the pacing
 // of waiters keeps from stacking within a process.
 //

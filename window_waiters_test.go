@@ -72,3 +72,74 @@ func TestWindowWaitersLeaveInTheirWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowWaiterLateNearTheEdge: a sliding counter's waiter slotted near
+// its window's end (the last slot the previous window's weight leaves,
+// 52.6 ms before the end at 20/s) that wakes 45 ms late, as after a stall,
+// books again in the next window instead of leaving 7 ms before the
+// boundary, where its transit would take it across: a waiter of a window
+// with edges is late from half an edge (10 ms of the 20 ms edge), not
+// from the interval (51 ms), which at low rates is longer than the edge.
+func TestWindowWaiterLateNearTheEdge(t *testing.T) {
+	const p = time.Second
+	w0 := time.Unix(1_700_000_000, 0)
+	w1, w2 := w0.Add(p), w0.Add(2*p)
+	clk := fakeclock.New(w0.Add(25 * time.Millisecond))
+	var mu sync.Mutex
+	var departed []time.Time
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		departed = append(departed, clk.Now())
+		mu.Unlock()
+		return okBase(r)
+	})
+	tr := mustNew(t, base, WithClock(clk), WithRules(Rule{
+		Name: "r", Algorithm: SlidingCounter, Limit: Limit{Rate: 20, Period: p},
+	}))
+	const quota = 19 // 20 less the 2 % headroom
+	for range quota {
+		if err := roundTrip(tr, newReq(t, context.Background(), http.MethodGet, "http://x/")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// In the next window the full previous one slides out at one request
+	// every Period/19: slots at 52.6 ms, 105.3 ms, ..., 947.4 ms.
+	for k := 1; k <= quota-1; k++ {
+		done := make(chan error, 1)
+		go func() {
+			done <- roundTrip(tr, newReq(t, context.Background(), http.MethodGet, "http://x/"))
+			clk.Wake()
+		}()
+		clk.WaitTimers(1)
+		if k < quota-1 {
+			clk.AdvanceToNext()
+		} else {
+			last := w1.Add(p - p/quota) // the window's last slot, to the µs below
+			clk.Set(last.Add(45 * time.Millisecond))
+		}
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			default:
+				clk.WaitTimersOr(1, func() bool { return len(done) > 0 })
+				if len(done) == 0 {
+					clk.AdvanceToNext()
+				}
+				continue
+			}
+			break
+		}
+	}
+	late := departed[len(departed)-1]
+	if late.Before(w2) {
+		t.Errorf("the late waiter left %v before the boundary, want it booked again in the next window", w2.Sub(late))
+	}
+	for _, d := range departed {
+		if off := d.Sub(d.Truncate(p)); off >= p-10*time.Millisecond {
+			t.Errorf("a request left %v before its window's end, within half its edge", p-off)
+		}
+	}
+}
