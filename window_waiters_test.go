@@ -26,17 +26,7 @@ func TestWindowWaitersLeaveInTheirWindow(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) {
 			boundary := time.Unix(1_700_000_000, 0)
 			clk := fakeclock.New(boundary.Add(-15 * time.Millisecond))
-			var mu sync.Mutex
-			var departed []time.Time
-			base := rtFunc(func(r *http.Request) (*http.Response, error) {
-				mu.Lock()
-				departed = append(departed, clk.Now())
-				mu.Unlock()
-				return okBase(r)
-			})
-			tr := mustNew(t, base, WithClock(clk), WithRules(Rule{
-				Name: "r", Algorithm: a, Limit: Limit{Rate: 20, Period: time.Second},
-			}))
+			tr, departures := windowAt20(t, clk, a)
 			const total, quota = 24, 19
 			var left atomic.Int64
 			errs := make(chan error, total)
@@ -61,6 +51,7 @@ func TestWindowWaitersLeaveInTheirWindow(t *testing.T) {
 				}
 			}
 			in := 0
+			departed := departures()
 			for _, d := range departed {
 				if !d.Before(boundary) && d.Before(boundary.Add(time.Second)) {
 					in++
@@ -85,17 +76,7 @@ func TestWindowWaiterLateNearTheEdge(t *testing.T) {
 	w0 := time.Unix(1_700_000_000, 0)
 	w1, w2 := w0.Add(p), w0.Add(2*p)
 	clk := fakeclock.New(w0.Add(25 * time.Millisecond))
-	var mu sync.Mutex
-	var departed []time.Time
-	base := rtFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		departed = append(departed, clk.Now())
-		mu.Unlock()
-		return okBase(r)
-	})
-	tr := mustNew(t, base, WithClock(clk), WithRules(Rule{
-		Name: "r", Algorithm: SlidingCounter, Limit: Limit{Rate: 20, Period: p},
-	}))
+	tr, departures := windowAt20(t, clk, SlidingCounter)
 	const quota = 19 // 20 less the 2 % headroom
 	for range quota {
 		if err := roundTrip(tr, newReq(t, context.Background(), http.MethodGet, "http://x/")); err != nil {
@@ -133,6 +114,7 @@ func TestWindowWaiterLateNearTheEdge(t *testing.T) {
 			break
 		}
 	}
+	departed := departures()
 	late := departed[len(departed)-1]
 	if late.Before(w2) {
 		t.Errorf("the late waiter left %v before the boundary, want it booked again in the next window", w2.Sub(late))
@@ -141,5 +123,28 @@ func TestWindowWaiterLateNearTheEdge(t *testing.T) {
 		if off := d.Sub(d.Truncate(p)); off >= p-10*time.Millisecond {
 			t.Errorf("a request left %v before its window's end, within half its edge", p-off)
 		}
+	}
+}
+
+// windowAt20 returns a Transport on clk with one rule of algorithm a at
+// 20/s (a quota of 19 a second with the headroom), and a func that
+// returns the times its requests reached the base transport so far.
+func windowAt20(t *testing.T, clk *fakeclock.Clock, a Algorithm) (*Transport, func() []time.Time) {
+	t.Helper()
+	var mu sync.Mutex
+	var departed []time.Time
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		departed = append(departed, clk.Now())
+		mu.Unlock()
+		return okBase(r)
+	})
+	tr := mustNew(t, base, WithClock(clk), WithRules(Rule{
+		Name: "r", Algorithm: a, Limit: Limit{Rate: 20, Period: time.Second},
+	}))
+	return tr, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), departed...)
 	}
 }
