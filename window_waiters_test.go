@@ -98,20 +98,15 @@ func TestWindowWaiterLateNearTheEdge(t *testing.T) {
 			last := w1.Add(p - p/quota) // the window's last slot, to the µs below
 			clk.Set(last.Add(45 * time.Millisecond))
 		}
-		for {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			default:
-				clk.WaitTimersOr(1, func() bool { return len(done) > 0 })
-				if len(done) == 0 {
-					clk.AdvanceToNext()
-				}
-				continue
+		// Run the clock from timer to timer until the request is done.
+		for len(done) == 0 {
+			clk.WaitTimersOr(1, func() bool { return len(done) > 0 })
+			if len(done) == 0 {
+				clk.AdvanceToNext()
 			}
-			break
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 	departed := departures()
