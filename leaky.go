@@ -59,10 +59,10 @@ func newLeakyBucket(l Limit, headroom float64) leakyBucket {
 // leaky bucket's for LeakyBucket and TokenBucket (the token bucket runs
 // the same maths, see algorithm.go), and for a window algorithm the
 // window's quota (Rate less the headroom, see windowQuota) as the burst,
-// with the leaky bucket's interval and lateness (at most half an edge, for
-// a window with edges), which the Transport's waiters and a feedback cap
-// read.
-func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
+// with the leaky bucket's interval and lateness (at most half the rule's
+// edge, windowEdge, for a window with edges), which the Transport's
+// waiters and a feedback cap read.
+func newBucket(a Algorithm, l Limit, headroom float64, edge time.Duration) leakyBucket {
 	if !a.windowed() {
 		return newLeakyBucket(l, headroom)
 	}
@@ -72,7 +72,7 @@ func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 		l.Burst = l.Rate
 	}
 	lb := newLeakyBucket(l, headroom)
-	if e := windowEdge(a.storeAlgorithm(), l.Period, headroom); e > 0 {
+	if edge > 0 {
 		// A window with edges keeps every slot an edge from its end, for
 		// the transit and the clocks' skew; a waiter late by more than
 		// that would reach the server in the next window, which counts it
@@ -82,7 +82,7 @@ func newBucket(a Algorithm, l Limit, headroom float64) leakyBucket {
 		// slotted anywhere in the window, up to its last edge; at low
 		// rates an interval (51 ms at 20/s) is more than the edge (20 ms
 		// of a 1 s window).
-		lb.lateness = min(lb.lateness, e/2)
+		lb.lateness = min(lb.lateness, edge/2)
 	}
 	return lb
 }

@@ -251,16 +251,17 @@ func compileRules(rules []Rule, headroom float64) ([]*compiledRule, error) {
 			out = append(out, &compiledRule{Rule: r, headroom: headroom})
 			continue
 		}
-		lb := newBucket(r.Algorithm, r.Limit, headroom)
-		if lb.interval <= 0 {
-			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
-		}
 		window := r.Limit.Period
 		if r.Algorithm == SlidingLog {
 			window = slidingLogWindow(r.Limit, headroom)
 		}
 		a := r.Algorithm.storeAlgorithm()
-		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: a, window: window, edge: windowEdge(a, window, headroom)})
+		edge := windowEdge(a, window, headroom)
+		lb := newBucket(r.Algorithm, r.Limit, headroom, edge)
+		if lb.interval <= 0 {
+			return nil, bad("Limit.Rate", fmt.Sprintf("%d per %v is more than one per nanosecond", r.Limit.Rate, r.Limit.Period))
+		}
+		out = append(out, &compiledRule{Rule: r, leakyBucket: lb, headroom: headroom, algorithm: a, window: window, edge: edge})
 	}
 	return out, nil
 }
